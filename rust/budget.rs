@@ -1,0 +1,127 @@
+//! Budget packing: which tools fit in a token budget.
+//!
+//! Core tools always go in first (the caller asked for them unconditionally), even if they alone
+//! exceed the budget; that case is reported. Candidates then go in **in rank order** while the
+//! budget holds: a candidate that does not fit is skipped (and reported as dropped) and the
+//! following, possibly smaller, candidates are still tried. An optional cap bounds how many
+//! candidates are taken. The output lists the core tools, then the taken candidates, each part in
+//! registry order, so an unchanged selection always serialises the same way.
+
+use crate::postings::DocId;
+
+/// Why a matching tool was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// It did not fit in what was left of the token budget.
+    OverBudget,
+}
+
+/// Result of [`pack`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Packing {
+    /// Core tools then taken candidates, each part ascending by registry position.
+    pub selected: Vec<DocId>,
+    /// Number of leading entries of `selected` that are core tools.
+    pub num_core: usize,
+    /// Tokens used by `selected`.
+    pub used_tokens: u64,
+    /// Candidates skipped for lack of budget, in rank order.
+    pub dropped: Vec<(DocId, DropReason)>,
+    /// True when the core tools alone exceed the budget.
+    pub core_over_budget: bool,
+}
+
+/// Packs `core` then `ranked` (best first) into `budget` tokens; `max_taken` caps the candidates.
+pub fn pack(
+    core: &[DocId],
+    ranked: &[DocId],
+    cost: impl Fn(DocId) -> u64,
+    budget: u64,
+    max_taken: Option<usize>,
+) -> Packing {
+    let mut out = Packing { selected: core.to_vec(), num_core: core.len(), ..Packing::default() };
+    out.selected.sort_unstable();
+    out.used_tokens = core.iter().map(|&d| cost(d)).fold(0u64, u64::saturating_add);
+    out.core_over_budget = out.used_tokens > budget;
+    let cap = max_taken.unwrap_or(usize::MAX);
+    let mut taken = Vec::new();
+    for &doc in ranked {
+        if taken.len() >= cap {
+            break;
+        }
+        let c = cost(doc);
+        match out.used_tokens.checked_add(c) {
+            Some(total) if total <= budget => {
+                out.used_tokens = total;
+                taken.push(doc);
+            }
+            _ => out.dropped.push((doc, DropReason::OverBudget)),
+        }
+    }
+    taken.sort_unstable();
+    out.selected.extend(taken);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn core_first_then_candidates_in_registry_order() {
+        let p = pack(&[4], &[9, 2, 7], |_| 10, 100, None);
+        assert_eq!(p.selected, [4, 2, 7, 9]);
+        assert_eq!(p.num_core, 1);
+        assert_eq!(p.used_tokens, 40);
+    }
+
+    #[test]
+    fn a_candidate_that_does_not_fit_is_skipped_and_smaller_ones_still_tried() {
+        let cost = |d: DocId| [0, 50, 80, 10][d as usize];
+        let p = pack(&[], &[1, 2, 3], cost, 70, None);
+        assert_eq!(p.selected, [1, 3]);
+        assert_eq!(p.dropped, [(2, DropReason::OverBudget)]);
+    }
+
+    #[test]
+    fn core_tools_are_kept_even_over_budget_and_reported() {
+        let p = pack(&[0, 1], &[2], |_| 60, 100, None);
+        assert_eq!(p.selected, [0, 1]);
+        assert!(p.core_over_budget);
+        assert_eq!(p.dropped, [(2, DropReason::OverBudget)]);
+    }
+
+    #[test]
+    fn cap_bounds_the_candidates_taken() {
+        let p = pack(&[], &[5, 3, 1], |_| 1, 100, Some(2));
+        assert_eq!(p.selected, [3, 5]);
+    }
+
+    /// Brute-force reference: the greedy rule written as plainly as possible.
+    fn greedy(ranked: &[DocId], costs: &[u64], budget: u64) -> Vec<DocId> {
+        let mut used = 0;
+        let mut out = vec![];
+        for &d in ranked {
+            if used + costs[d as usize] <= budget {
+                used += costs[d as usize];
+                out.push(d);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn matches_plain_greedy(costs in proptest::collection::vec(0u64..50, 1..40), budget in 0u64..300, seed in any::<u64>()) {
+            let mut ranked: Vec<DocId> = (0..costs.len() as DocId).collect();
+            let n = ranked.len();
+            for i in 0..n { ranked.swap(i, (seed as usize).wrapping_mul(i + 7) % n); }
+            let p = pack(&[], &ranked, |d| costs[d as usize], budget, None);
+            prop_assert_eq!(&p.selected, &greedy(&ranked, &costs, budget));
+            prop_assert!(p.used_tokens <= budget);
+            prop_assert_eq!(p.selected.len() + p.dropped.len(), n);
+        }
+    }
+}

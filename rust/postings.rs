@@ -1,0 +1,117 @@
+//! Postings: for every term, the tools that contain it and the (field-weighted) term frequency.
+//!
+//! The built form is three flat arrays (`offsets`, `docs`, `tfs`): the list of term `t` is
+//! `docs[offsets[t]..offsets[t + 1]]`, sorted by document id, with its frequencies beside it.
+
+use crate::vocab::TermId;
+
+/// Registry position of a tool.
+pub type DocId = u32;
+
+/// One term's postings, borrowed from [`Postings`].
+#[derive(Debug, Clone, Copy)]
+pub struct PostingList<'a> {
+    /// Documents containing the term, ascending.
+    pub docs: &'a [DocId],
+    /// Weighted term frequency in each of those documents.
+    pub tfs: &'a [f32],
+}
+
+impl PostingList<'_> {
+    /// Document frequency of the term.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// True for a term that occurs nowhere.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+}
+
+/// Accumulates postings while documents are added in ascending id order.
+#[derive(Debug, Default)]
+pub struct PostingsBuilder {
+    lists: Vec<Vec<(DocId, f32)>>,
+}
+
+impl PostingsBuilder {
+    /// Records that `doc` contains `term` with weighted frequency `tf`.
+    pub fn push(&mut self, term: TermId, doc: DocId, tf: f32) {
+        let t = term as usize;
+        if self.lists.len() <= t {
+            self.lists.resize_with(t + 1, Vec::new);
+        }
+        self.lists[t].push((doc, tf));
+    }
+
+    /// Flattens the lists into [`Postings`].
+    pub fn build(self) -> Postings {
+        let total = self.lists.iter().map(Vec::len).sum();
+        let mut p = Postings {
+            offsets: Vec::with_capacity(self.lists.len() + 1),
+            docs: Vec::with_capacity(total),
+            tfs: Vec::with_capacity(total),
+        };
+        p.offsets.push(0);
+        for list in self.lists {
+            for (doc, tf) in list {
+                p.docs.push(doc);
+                p.tfs.push(tf);
+            }
+            p.offsets.push(p.docs.len());
+        }
+        p
+    }
+}
+
+/// Flat postings of every term.
+#[derive(Debug, Clone, Default)]
+pub struct Postings {
+    offsets: Vec<usize>,
+    docs: Vec<DocId>,
+    tfs: Vec<f32>,
+}
+
+impl Postings {
+    /// The postings of `term`.
+    pub fn list(&self, term: TermId) -> PostingList<'_> {
+        let t = term as usize;
+        if t + 1 >= self.offsets.len() {
+            return PostingList { docs: &[], tfs: &[] };
+        }
+        let (lo, hi) = (self.offsets[t], self.offsets[t + 1]);
+        PostingList { docs: &self.docs[lo..hi], tfs: &self.tfs[lo..hi] }
+    }
+
+    /// Total number of postings.
+    pub fn num_postings(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Heap bytes held by the arrays.
+    pub fn heap_bytes(&self) -> usize {
+        self.offsets.capacity() * std::mem::size_of::<usize>()
+            + self.docs.capacity() * std::mem::size_of::<DocId>()
+            + self.tfs.capacity() * std::mem::size_of::<f32>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flattened_lists_keep_docs_and_frequencies() {
+        let mut b = PostingsBuilder::default();
+        b.push(1, 0, 2.0);
+        b.push(0, 0, 1.0);
+        b.push(1, 3, 1.5);
+        let p = b.build();
+        assert_eq!(p.list(0).docs, [0]);
+        assert_eq!(p.list(1).docs, [0, 3]);
+        assert_eq!(p.list(1).tfs, [2.0, 1.5]);
+        assert!(p.list(7).is_empty());
+        assert_eq!(p.num_postings(), 3);
+    }
+}

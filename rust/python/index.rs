@@ -1,0 +1,100 @@
+//! `toolsift._core.Index`: an immutable, thread-shareable handle on a built core index.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use super::convert::{self, HitArrays, PackingTuple};
+use super::errors::detached;
+use crate::bm25::Bm25Params;
+use crate::error::Error;
+use crate::index::{DocInput, Index, IndexBuilder};
+
+/// Built index; every query method releases the GIL.
+#[pyclass(frozen, name = "Index", module = "toolsift._core")]
+pub struct PyIndex {
+    inner: Arc<Index>,
+}
+
+fn check_len(field: &'static str, got: usize, expected: usize) -> Result<(), Error> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { field, expected, got })
+    }
+}
+
+/// Builds the core index from column-major inputs (one list per field, one entry per tool).
+fn build(fields: &[Vec<String>], weights: &[f32], perms: &[Vec<String>], costs: &[u32], core: &[bool], params: Bm25Params) -> Result<Index, Error> {
+    let n = costs.len();
+    check_len("weights", weights.len(), fields.len())?;
+    check_len("perms", perms.len(), n)?;
+    check_len("core", core.len(), n)?;
+    fields.iter().try_for_each(|f| check_len("fields", f.len(), n))?;
+    let mut builder = IndexBuilder::new(params)?;
+    for i in 0..n {
+        let texts: Vec<(&str, f32)> = fields.iter().zip(weights).map(|(f, &w)| (f[i].as_str(), w)).collect();
+        let required: Vec<&str> = perms[i].iter().map(String::as_str).collect();
+        builder.add(&DocInput { fields: &texts, perms: &required, cost_tokens: costs[i], core: core[i] })?;
+    }
+    Ok(builder.build())
+}
+
+#[pymethods]
+impl PyIndex {
+    #[new]
+    #[pyo3(signature = (fields, weights, perms, costs, core, k1 = 1.2, b = 0.75))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(py: Python<'_>, fields: Vec<Vec<String>>, weights: Vec<f32>, perms: Vec<Vec<String>>, costs: Vec<u32>, core: Vec<bool>, k1: f32, b: f32) -> PyResult<Self> {
+        let built = detached(py, || build(&fields, &weights, &perms, &costs, &core, Bm25Params { k1, b }))??;
+        Ok(PyIndex { inner: Arc::new(built) })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// `(positions, scores)` of the `k` best tools the caller may use, best first.
+    fn search<'py>(&self, py: Python<'py>, query: &str, caller: Vec<String>, k: usize) -> PyResult<HitArrays<'py>> {
+        let idx = Arc::clone(&self.inner);
+        let hits = detached(py, move || idx.search(query, &idx.caller(&caller), k))?;
+        Ok(convert::hits(py, hits))
+    }
+
+    /// `(selected, num_core, used_tokens, dropped, core_over_budget)` of a budgeted selection.
+    #[pyo3(signature = (query, caller, budget_tokens, max_taken = None))]
+    fn select<'py>(&self, py: Python<'py>, query: &str, caller: Vec<String>, budget_tokens: u64, max_taken: Option<usize>) -> PyResult<PackingTuple<'py>> {
+        let idx = Arc::clone(&self.inner);
+        let packing = detached(py, move || idx.select(query, &idx.caller(&caller), budget_tokens, max_taken))?;
+        Ok(convert::packing(py, packing))
+    }
+
+    /// True when a caller holding `caller` may use the tool at `position`.
+    fn allows(&self, caller: Vec<String>, position: u32) -> bool {
+        self.inner.allows(&self.inner.caller(&caller), position)
+    }
+
+    /// Token cost of the tool at `position`.
+    fn cost(&self, position: u32) -> PyResult<u32> {
+        if (position as usize) < self.inner.len() {
+            Ok(self.inner.cost(position))
+        } else {
+            Err(pyo3::exceptions::PyIndexError::new_err(format!("no tool at position {position}")))
+        }
+    }
+
+    #[getter]
+    fn num_terms(&self) -> usize {
+        self.inner.num_terms()
+    }
+
+    #[getter]
+    fn num_postings(&self) -> usize {
+        self.inner.num_postings()
+    }
+
+    #[getter]
+    fn num_permissions(&self) -> usize {
+        self.inner.num_permissions()
+    }
+}

@@ -1,0 +1,21 @@
+//! The `toolsift._core` extension module: the only code that touches PyO3 and numpy.
+
+mod convert;
+mod errors;
+mod index;
+
+use pyo3::prelude::*;
+
+/// Tokens of `text` as the index sees them.
+#[pyfunction]
+fn tokenize(text: &str) -> Vec<String> {
+    crate::tokenizer::tokenize(text)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<index::PyIndex>()?;
+    m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
