@@ -106,7 +106,8 @@ impl IndexBuilder {
     }
 }
 
-fn check_weight(w: f32) -> Result<()> {
+/// Refuses a NaN, infinite or negative field weight.
+pub fn check_weight(w: f32) -> Result<()> {
     if w.is_finite() && w >= 0.0 {
         Ok(())
     } else {

@@ -8,7 +8,7 @@ use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
 use crate::bm25::Bm25Params;
 use crate::error::Error;
-use crate::index::{DocInput, Index, IndexBuilder};
+use crate::index::{check_weight, DocInput, Index, IndexBuilder};
 
 /// Built index; every query method releases the GIL.
 #[pyclass(frozen, name = "Index", module = "toolsift._core")]
@@ -31,6 +31,7 @@ fn build(fields: &[Vec<String>], weights: &[f32], perms: &[Vec<String>], costs: 
     check_len("perms", perms.len(), n)?;
     check_len("core", core.len(), n)?;
     fields.iter().try_for_each(|f| check_len("fields", f.len(), n))?;
+    weights.iter().try_for_each(|&w| check_weight(w))?;
     let mut builder = IndexBuilder::new(params)?;
     for i in 0..n {
         let texts: Vec<(&str, f32)> = fields.iter().zip(weights).map(|(f, &w)| (f[i].as_str(), w)).collect();

@@ -1,0 +1,27 @@
+"""toolsift: pick the tools an LLM agent sees.
+
+Permission-filtered BM25 in a Rust core, token-budgeted selection, registry-order output for a
+stable prompt prefix.
+"""
+
+from . import errors
+from ._core import __version__, tokenize
+from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai
+from .index import Hit, Index
+from .registry import Catalog, Tool
+
+__all__ = [
+    "Catalog",
+    "Dropped",
+    "Hit",
+    "Index",
+    "Selection",
+    "Tool",
+    "__version__",
+    "default_token_count",
+    "errors",
+    "to_anthropic",
+    "to_mcp",
+    "to_openai",
+    "tokenize",
+]

@@ -1,0 +1,35 @@
+"""Type stubs of the Rust extension ``toolsift._core``."""
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+def tokenize(text: str) -> list[str]: ...
+
+class Index:
+    def __new__(
+        cls,
+        fields: list[list[str]],
+        weights: list[float],
+        perms: list[list[str]],
+        costs: list[int],
+        core: list[bool],
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> Index: ...
+    def __len__(self) -> int: ...
+    def search(
+        self, query: str, caller: list[str], k: int
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]: ...
+    def select(
+        self, query: str, caller: list[str], budget_tokens: int, max_taken: int | None = None
+    ) -> tuple[npt.NDArray[np.uint32], int, int, npt.NDArray[np.uint32], bool]: ...
+    def allows(self, caller: list[str], position: int) -> bool: ...
+    def cost(self, position: int) -> int: ...
+    @property
+    def num_terms(self) -> int: ...
+    @property
+    def num_postings(self) -> int: ...
+    @property
+    def num_permissions(self) -> int: ...

@@ -1,0 +1,161 @@
+"""The assembler: token costs of definitions, emitters for each API, and :class:`Selection`.
+
+A selection lists core tools first, then the selected tools, each part in registry order, so the
+tools block of a prompt changes only when the selection does and the cached prefix survives.
+Search-only text and example queries are indexed but never emitted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
+
+import numpy as np
+
+from .registry import Tool
+
+if TYPE_CHECKING:
+    from .index import Index
+
+
+def default_token_count(definition: Any) -> int:
+    """``ceil(bytes / 4)`` of the compact UTF-8 JSON of ``definition``."""
+    text = json.dumps(definition, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+def to_openai(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """OpenAI Chat Completions ``tools`` entries."""
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+
+
+def to_anthropic(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Anthropic Messages ``tools`` entries."""
+    return [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+
+
+def to_mcp(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """MCP ``tools/list`` entries (annotations included where the tool has them)."""
+    out = []
+    for t in tools:
+        entry: dict[str, Any] = {"name": t.name, "description": t.description, "inputSchema": t.parameters}
+        if t.annotations:
+            entry["annotations"] = t.annotations
+        out.append(entry)
+    return out
+
+
+class Dropped(NamedTuple):
+    """A tool that matched the query but was left out of a selection."""
+
+    tool: Tool
+    position: int
+    cost_tokens: int
+    reason: str
+
+
+class Selection(Sequence[int]):
+    """Registry positions chosen for one request: core tools first, then the rest, in registry order.
+
+    It is a sequence of ints (the seed API's ``select(...) -> list[int]``) and compares equal to any
+    sequence of the same positions.
+    """
+
+    __slots__ = ("_core_over", "_dropped", "_index", "_num_core", "_positions", "budget", "tokens")
+
+    def __init__(
+        self,
+        index: Index,
+        positions: np.ndarray,
+        num_core: int,
+        tokens: int,
+        budget: int | None,
+        dropped: np.ndarray,
+        core_over_budget: bool,
+    ) -> None:
+        self._index = index
+        self._positions = tuple(positions.tolist())
+        self._num_core = num_core
+        self._dropped = dropped
+        self._core_over = core_over_budget
+        self.tokens: int = tokens
+        """Tokens the selected definitions cost."""
+        self.budget: int | None = budget
+        """The budget asked for (``None``: unlimited)."""
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[int]: ...
+    def __getitem__(self, i: int | slice) -> int | Sequence[int]:
+        return self._positions[i]
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._positions)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Selection):
+            return self._positions == other._positions
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return self._positions == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Selection({list(self.names)}, tokens={self.tokens}, budget={self.budget})"
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        """Registry positions, core tools first."""
+        return self._positions
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The selected tools, in output order."""
+        return tuple(self._index.tool(i) for i in self._positions)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the selected tools, in output order."""
+        return tuple(t.name for t in self.tools)
+
+    @property
+    def core(self) -> tuple[str, ...]:
+        """Names of the core tools in the selection."""
+        return self.names[: self._num_core]
+
+    @property
+    def dropped(self) -> tuple[Dropped, ...]:
+        """Tools that matched but did not fit the budget, best-ranked first."""
+        idx = self._index
+        return tuple(Dropped(idx.tool(i), i, idx.cost(i), "over_budget") for i in self._dropped.tolist())
+
+    @property
+    def note(self) -> str | None:
+        """Why the selection is smaller than one might expect, if it is."""
+        if self._core_over:
+            return "the core tools alone exceed the budget; no other tool was added"
+        if len(self._dropped) and len(self) == self._num_core:
+            return "no matching tool fits in the budget left after the core tools"
+        return None
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` array of the selection."""
+        return to_openai(self.tools)
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        """Anthropic ``tools`` array of the selection."""
+        return to_anthropic(self.tools)
+
+    def to_mcp(self) -> list[dict[str, Any]]:
+        """MCP ``tools/list`` entries of the selection."""
+        return to_mcp(self.tools)

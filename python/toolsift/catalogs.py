@@ -1,0 +1,121 @@
+"""Real catalogs that ship inside pip-installable packages.
+
+:func:`aws_catalog` turns the service models bundled with ``botocore`` (about 18,000 AWS API
+operations across 400+ services) into tools: one tool per operation, named
+``<service>__<Operation>``, described by the first sentences of its documentation, with a JSON
+schema built from its input shape, and requiring the permission ``aws:<service>``. The converted
+catalog is cached as JSON Lines under the user cache directory, keyed by botocore's version.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .errors import ToolsiftError
+from .registry import Catalog, Tool
+
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, label)``, called as services are converted."""
+
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def cache_dir() -> Path:
+    """Where toolsift caches downloaded or converted data (``$TOOLSIFT_CACHE`` overrides)."""
+    root = os.environ.get("TOOLSIFT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "toolsift"
+    )
+    return Path(root)
+
+
+def plain(doc: str, max_chars: int) -> str:
+    """Documentation HTML as plain text: whole sentences up to ``max_chars``."""
+    text = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", doc))).strip()
+    if len(text) <= max_chars:
+        return text
+    cut = [m.start() for m in _SENTENCE_END.finditer(text) if m.start() <= max_chars]
+    return text[: cut[-1]] if cut else text[:max_chars].rsplit(" ", 1)[0]
+
+
+class _Converter:
+    """Input shape of an operation → JSON schema, two levels of nesting deep."""
+
+    SCALARS = {"string": "string", "blob": "string", "timestamp": "string", "boolean": "boolean",
+               "integer": "integer", "long": "integer", "float": "number", "double": "number"}
+
+    def __init__(self, shapes: dict[str, Any]) -> None:
+        self.shapes = shapes
+
+    def schema(self, shape_name: str | None, depth: int = 0) -> dict[str, Any]:
+        shape = self.shapes.get(shape_name or "", {})
+        kind = shape.get("type", "structure")
+        if kind == "structure":
+            if depth >= 3:
+                return {"type": "object"}
+            members = shape.get("members", {})
+            props = {m: self.member(spec, depth + 1) for m, spec in members.items()}
+            out: dict[str, Any] = {"type": "object", "properties": props}
+            required = [r for r in shape.get("required", []) if r in props]
+            if required:
+                out["required"] = required
+            return out
+        if kind == "list":
+            return {"type": "array", "items": self.schema(shape.get("member", {}).get("shape"), depth)}
+        if kind == "map":
+            return {"type": "object", "additionalProperties": self.schema(shape.get("value", {}).get("shape"), depth)}
+        out = {"type": self.SCALARS.get(kind, "string")}
+        if isinstance(shape.get("enum"), list):
+            out["enum"] = shape["enum"][:20]
+        return out
+
+    def member(self, spec: dict[str, Any], depth: int) -> dict[str, Any]:
+        out = self.schema(spec.get("shape"), depth)
+        doc = plain(spec.get("documentation", ""), 160)
+        return {"description": doc, **out} if doc else out
+
+
+def _service_tools(loader: Any, service: str) -> list[Tool]:
+    model = loader.load_service_model(service, "service-2")
+    convert = _Converter(model.get("shapes", {}))
+    tools = []
+    for op_name, op in sorted(model.get("operations", {}).items()):
+        params = convert.schema(op.get("input", {}).get("shape")) if "input" in op else {"type": "object", "properties": {}}
+        tools.append(Tool(
+            name=f"{service}__{op_name}",
+            description=plain(op.get("documentation", ""), 400),
+            parameters=params,
+            permissions=(f"aws:{service}",),
+        ))
+    return tools
+
+
+def aws_catalog(progress: Progress | None = None, *, use_cache: bool = True) -> Catalog:
+    """Every AWS API operation in the installed ``botocore``, as a :class:`Catalog`."""
+    try:
+        import botocore
+        import botocore.session
+    except ImportError:
+        raise ToolsiftError("the AWS catalog needs botocore: pip install 'toolsift[demo]'") from None
+    cached = cache_dir() / f"aws-botocore-{botocore.__version__}.jsonl"
+    if use_cache and cached.exists():
+        return Catalog.from_file(cached)
+    loader = botocore.session.get_session().get_component("data_loader")
+    services = sorted(loader.list_available_services("service-2"))
+    catalog = Catalog()
+    for i, service in enumerate(services):
+        catalog.extend(_service_tools(loader, service))
+        if progress:
+            progress(i + 1, len(services), service)
+    if use_cache:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        catalog.save(tmp)
+        os.replace(tmp, cached)
+    return catalog

@@ -1,0 +1,153 @@
+"""Command line: ``toolsift demo`` and ``toolsift search``.
+
+Progress bars and tables use ``rich`` when it is installed (``pip install 'toolsift[demo]'``) and
+fall back to plain text otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from .catalogs import Progress, aws_catalog
+from .errors import ToolsiftError
+from .index import Index
+from .registry import Catalog
+
+DEMO_QUERIES = (
+    "upload a file to an S3 bucket",
+    "list my running EC2 instances",
+    "rotate the database password stored in secrets manager",
+    "send a confirmation email to a customer",
+    "invoke a lambda function asynchronously",
+)
+
+
+def _console() -> Any:
+    try:
+        from rich.console import Console
+    except ImportError:
+        return None
+    return Console()
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Progress]:
+    """A progress callback: a rich bar when available, else one line at the end."""
+    try:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    except ImportError:
+        yield lambda done, total, item: None
+        print(f"{label}: done", file=sys.stderr)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total, item: bar.update(task, completed=done, total=total, description=f"{label} {item}")
+
+
+def _timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float]:
+    """Result of ``fn`` and its median wall time in microseconds over ``repeat`` runs."""
+    times = []
+    result = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return result, sorted(times)[len(times) // 2] * 1e6
+
+
+def demo(args: argparse.Namespace) -> int:
+    """Index every AWS API operation in botocore and answer a few requests."""
+    t0 = time.perf_counter()
+    with _progress("Converting AWS service models") as progress:
+        catalog = aws_catalog(progress)
+    t1 = time.perf_counter()
+    index = Index(catalog)
+    t2 = time.perf_counter()
+    stats = index.stats
+    services = sorted({p for t in catalog for p in t.permissions})
+    caller = services[::2] if args.half else services
+    print(
+        f"catalog: {stats['tools']:,} AWS operations from {len(services)} services "
+        f"(loaded in {t1 - t0:.1f} s); index: {stats['terms']:,} terms, {stats['postings']:,} postings, "
+        f"built in {(t2 - t1) * 1e3:.0f} ms"
+    )
+    print(f"caller holds {len(caller)} of {len(services)} service permissions; budget {args.budget} tokens, k={args.k}\n")
+    rows = []
+    for query in args.query or DEMO_QUERIES:
+        sel, us = _timed(lambda q=query: index.select(q, caller, args.budget, k=args.k), args.repeat)
+        rows.append((query, sel, us))
+    _print_demo(rows)
+    return 0
+
+
+def _print_demo(rows: list[tuple[str, Any, float]]) -> None:
+    console = _console()
+    if console is None:
+        for query, sel, us in rows:
+            print(f"{query!r}: {', '.join(sel.names) or '-'}  [{sel.tokens} tokens, {us:.0f} µs]")
+        return
+    from rich.table import Table
+
+    table = Table(title="toolsift demo: selected tools (registry order)", show_lines=True)
+    table.add_column("query", ratio=1)
+    table.add_column("selected tools", ratio=2, overflow="fold")
+    table.add_column("tokens", justify="right")
+    table.add_column("select µs", justify="right")
+    for query, sel, us in rows:
+        table.add_row(query, "\n".join(sel.names) or "-", str(sel.tokens), f"{us:.0f}")
+    console.print(table)
+
+
+def search(args: argparse.Namespace) -> int:
+    """Select tools from a catalog file for one query."""
+    index = Index(Catalog.from_file(args.catalog))
+    sel = index.select(args.query, args.caller, args.budget, k=args.k)
+    if args.format == "names":
+        for name in sel.names:
+            print(name)
+        print(f"# {len(sel)} tools, {sel.tokens} tokens" + (f"; {sel.note}" if sel.note else ""), file=sys.stderr)
+        return 0
+    emit = {"openai": sel.to_openai, "anthropic": sel.to_anthropic, "mcp": sel.to_mcp}[args.format]
+    print(json.dumps(emit(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="index the ~18k AWS API operations in botocore and answer a few requests")
+    d.add_argument("query", nargs="*", help="requests to answer (default: a few examples)")
+    d.add_argument("--budget", type=int, default=4000, help="token budget per request (default 4000)")
+    d.add_argument("-k", type=int, default=8, help="most tools selected per request (default 8)")
+    d.add_argument("--half", action="store_true", help="caller holds only every other service's permission")
+    d.add_argument("--repeat", type=int, default=200, help="selections timed per request (default 200)")
+    d.set_defaults(run=demo)
+    s = sub.add_parser("search", help="select tools from a catalog file (JSON or JSONL) for a query")
+    s.add_argument("catalog", help="catalog file: JSON or JSONL in toolsift, MCP, OpenAI or Anthropic shape")
+    s.add_argument("query")
+    s.add_argument("--caller", action="append", default=[], metavar="PERM", help="a permission the caller holds")
+    s.add_argument("--budget", type=int, default=None, help="token budget (default: unlimited)")
+    s.add_argument("-k", type=int, default=10, help="most tools selected (default 10)")
+    s.add_argument("--format", choices=("names", "openai", "anthropic", "mcp"), default="names")
+    s.set_defaults(run=search)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except ToolsiftError as e:
+        print(f"toolsift: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""Exceptions raised by toolsift.
+
+Every class derives from :class:`ToolsiftError` and also from the builtin a caller would naturally
+catch (``ValueError``, ``TypeError``, ``LookupError``, ``RuntimeError``). Errors about a tool carry
+``tool`` (its name, or its position when it has no usable name) and ``field`` attributes.
+"""
+
+from __future__ import annotations
+
+
+class ToolsiftError(Exception):
+    """Base class of every toolsift error."""
+
+
+class CatalogError(ToolsiftError, ValueError):
+    """A tool or catalog cannot be accepted."""
+
+    def __init__(self, message: str, *, tool: str | None = None, field: str | None = None) -> None:
+        self.tool = tool
+        self.field = field
+        where = ""
+        if tool is not None:
+            where = f"tool {tool!r}"
+            if field is not None:
+                where += f", field {field!r}"
+            where += ": "
+        super().__init__(where + message)
+
+
+class InvalidToolError(CatalogError):
+    """A tool definition has a field of the wrong type or value."""
+
+
+class InvalidToolTypeError(InvalidToolError, TypeError):
+    """A tool field has the wrong Python type (for example a non-string description)."""
+
+
+class SchemaError(InvalidToolError):
+    """A tool's parameters are not a JSON-schema object (or not JSON at all)."""
+
+
+class DuplicateToolError(CatalogError):
+    """Two tools in one catalog share a name."""
+
+
+class CatalogFormatError(CatalogError):
+    """A loader input (MCP, OpenAI, Anthropic, JSON or JSONL) has the wrong shape."""
+
+
+class CatalogEncodingError(CatalogFormatError):
+    """A catalog file is not valid UTF-8."""
+
+
+class CatalogTooLargeError(CatalogError):
+    """More tools than the index can address."""
+
+
+class UnknownToolError(ToolsiftError, LookupError):
+    """No tool of that name is available to the caller.
+
+    Raised alike for a tool that does not exist and for one the caller may not use, so the error
+    never reveals that a hidden tool exists.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.tool = name
+        super().__init__(f"unknown tool {name!r}")
+
+
+class InvalidParameterError(ToolsiftError, ValueError):
+    """A search, selection or build parameter is out of its domain (k, budget, k1, b, weights)."""
+
+
+class InternalError(ToolsiftError, RuntimeError):
+    """The Rust core failed unexpectedly; the index is unchanged. Please report it."""
+
+
+__all__ = [
+    "CatalogEncodingError",
+    "CatalogError",
+    "CatalogFormatError",
+    "CatalogTooLargeError",
+    "DuplicateToolError",
+    "InternalError",
+    "InvalidParameterError",
+    "InvalidToolError",
+    "InvalidToolTypeError",
+    "SchemaError",
+    "ToolsiftError",
+    "UnknownToolError",
+]

@@ -1,0 +1,184 @@
+"""Loaders: MCP ``tools/list`` results, OpenAI and Anthropic ``tools`` arrays, JSON and JSONL files.
+
+Each loader returns tools in input order and raises :class:`~toolsift.errors.CatalogFormatError`
+(naming the item and field) for input of the wrong shape; nothing is skipped silently. Every loader
+takes two options for what those formats cannot carry:
+
+* ``permissions``: a mapping ``name -> permissions`` or a callable ``name -> permissions``;
+* ``core``: names of the tools to mark as core.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import CatalogEncodingError, CatalogFormatError, ToolsiftError
+from .registry import Tool
+
+Permissions = Mapping[str, Any] | Callable[[str], Any] | None
+
+
+def _items(data: Any, what: str) -> list[Any]:
+    if isinstance(data, Mapping) and "tools" in data:
+        data = data["tools"]
+    elif hasattr(data, "tools") and not isinstance(data, Mapping):  # an SDK result object
+        data = data.tools
+    if isinstance(data, str | bytes | Mapping) or not isinstance(data, Iterable):
+        raise CatalogFormatError(f"{what} must be a list of tools or an object with a 'tools' list")
+    return list(data)
+
+
+def _as_dict(item: Any, position: int) -> Mapping[str, Any]:
+    if hasattr(item, "model_dump"):  # pydantic models of the mcp / openai / anthropic SDKs
+        item = item.model_dump(by_alias=True, exclude_none=True)
+    if not isinstance(item, Mapping):
+        raise CatalogFormatError(f"item {position} is a {type(item).__name__}, not a JSON object", tool=f"#{position}")
+    return item
+
+
+def _field(item: Mapping[str, Any], key: str, position: int, kind: type, default: Any = None) -> Any:
+    value = item.get(key, default)
+    if value is None and default is None and key == "name":
+        raise CatalogFormatError(f"item {position} has no {key!r}", tool=f"#{position}", field=key)
+    if value is not None and not isinstance(value, kind):
+        name = item.get("name") if isinstance(item.get("name"), str) else f"#{position}"
+        raise CatalogFormatError(f"{key!r} must be a {kind.__name__}, not {type(value).__name__}", tool=name, field=key)
+    return value
+
+
+def _finish(tools: list[dict[str, Any]], permissions: Permissions, core: Iterable[str]) -> list[Tool]:
+    core_names = set(core)
+    out = []
+    for spec in tools:
+        name = spec["name"]
+        if permissions is not None:
+            perms = permissions(name) if callable(permissions) else permissions.get(name, ())
+            spec["permissions"] = () if perms is None else perms
+        spec["core"] = spec.get("core", False) or name in core_names
+        out.append(Tool(**spec))
+    return out
+
+
+def _mcp_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    spec = {
+        "name": _field(item, "name", i, str),
+        "description": _field(item, "description", i, str, ""),
+        "parameters": _field(item, "inputSchema", i, Mapping, {"type": "object", "properties": {}}),
+    }
+    annotations = _field(item, "annotations", i, Mapping, {})
+    if annotations:
+        spec["annotations"] = annotations
+    return spec
+
+
+def _openai_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    if item.get("type", "function") != "function":
+        raise CatalogFormatError(f"item {i} is a {item.get('type')!r} tool, not a function", tool=f"#{i}", field="type")
+    fn = _field(item, "function", i, Mapping, item)  # Chat Completions nests; Responses API is flat
+    return {
+        "name": _field(fn, "name", i, str),
+        "description": _field(fn, "description", i, str, ""),
+        "parameters": _field(fn, "parameters", i, Mapping, {"type": "object", "properties": {}}),
+    }
+
+
+def _anthropic_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    if "input_schema" not in item:
+        kind = item.get("type", "unknown")
+        raise CatalogFormatError(f"item {i} ({kind!r}) has no 'input_schema'", tool=f"#{i}", field="input_schema")
+    return {
+        "name": _field(item, "name", i, str),
+        "description": _field(item, "description", i, str, ""),
+        "parameters": _field(item, "input_schema", i, Mapping),
+    }
+
+
+def _load(data: Any, what: str, spec: Callable[[Mapping[str, Any], int], dict[str, Any]], **options: Any) -> list[Tool]:
+    specs = [spec(_as_dict(item, i), i) for i, item in enumerate(_items(data, what))]
+    return _finish(specs, options.get("permissions"), options.get("core", ()))
+
+
+def load_mcp(result: Any, **options: Any) -> list[Tool]:
+    """Tools of an MCP ``tools/list`` result."""
+    return _load(result, "an MCP tools/list result", _mcp_spec, **options)
+
+
+def load_openai(tools: Any, **options: Any) -> list[Tool]:
+    """Tools of an OpenAI ``tools`` array."""
+    return _load(tools, "an OpenAI tools array", _openai_spec, **options)
+
+
+def load_anthropic(tools: Any, **options: Any) -> list[Tool]:
+    """Tools of an Anthropic ``tools`` array."""
+    return _load(tools, "an Anthropic tools array", _anthropic_spec, **options)
+
+
+def _any_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """Detects the shape of one file item: OpenAI, MCP, Anthropic or toolsift's own."""
+    if item.get("type") == "function" or "function" in item:
+        return _openai_spec(item, i)
+    if "inputSchema" in item:
+        return _mcp_spec(item, i)
+    if "input_schema" in item:
+        return _anthropic_spec(item, i)
+    return _native_spec(item, i)
+
+
+def _native_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """toolsift's own form: the field names of :class:`Tool` (validated when the tool is made)."""
+    fields = set(Tool.__dataclass_fields__)
+    unknown = sorted(set(item) - fields)
+    name = _field(item, "name", i, str)
+    if unknown:
+        raise CatalogFormatError(f"unknown fields {unknown}; expected some of {sorted(fields)}", tool=name)
+    return dict(item)
+
+
+def load_native(item: Any, position: int) -> Tool:
+    """One tool in toolsift's own form."""
+    return Tool(**_native_spec(_as_dict(item, position), position))
+
+
+def _decode(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise CatalogEncodingError(f"{path}: invalid UTF-8 at byte {e.start} (line {line})") from None
+
+
+def _parse(text: str, path: Path) -> Any:
+    stripped = text.lstrip()
+    if path.suffix != ".jsonl" and stripped[:1] in ("[", "{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            if path.suffix == ".json":
+                raise CatalogFormatError(f"{path}: not valid JSON: {e}") from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise CatalogFormatError(f"{path}: line {n} is not valid JSON: {e.msg}") from None
+    return items
+
+
+def load_file(path: str | Path, **options: Any) -> list[Tool]:
+    """Tools of a ``.json`` file (a list, or an object with a ``tools`` list) or a ``.jsonl`` file."""
+    p = Path(path)
+    try:
+        text = _decode(p)
+    except OSError as e:
+        raise CatalogFormatError(f"cannot read {p}: {e.strerror}") from None
+    try:
+        return _load(_parse(text, p), f"{p}", _any_spec, **options)
+    except ToolsiftError as e:
+        if e.args and str(p) not in str(e.args[0]):
+            e.args = (f"{p}: {e.args[0]}", *e.args[1:])
+        raise

@@ -1,0 +1,243 @@
+"""The registry: :class:`Tool` and the ordered, append-only :class:`Catalog`.
+
+A tool's position in its catalog never changes, so selections can be emitted in registry order and
+keep a stable prompt prefix. Everything is validated on the way in: a bad field raises a
+:mod:`toolsift.errors` exception naming the tool and the field, and nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+from .errors import (
+    CatalogFormatError,
+    DuplicateToolError,
+    InvalidToolError,
+    InvalidToolTypeError,
+    SchemaError,
+    UnknownToolError,
+)
+
+EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+MAX_NAME_CHARS = 256
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise InvalidToolTypeError(f"name must be a string, not {type(name).__name__}", tool=repr(name), field="name")
+    if not name or len(name) > MAX_NAME_CHARS:
+        raise InvalidToolError(f"name must have 1 to {MAX_NAME_CHARS} characters", tool=name[:80], field="name")
+    if any(c.isspace() or unicodedata.category(c).startswith("C") for c in name):
+        raise InvalidToolError("name must not contain whitespace or control characters", tool=name, field="name")
+    return name
+
+
+def _check_schema(name: str, schema: object) -> dict[str, Any]:
+    if not isinstance(schema, Mapping):
+        raise SchemaError(f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters")
+    try:
+        copy: dict[str, Any] = json.loads(json.dumps(schema, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as e:
+        raise SchemaError(f"parameters are not valid JSON: {e}", tool=name, field="parameters") from None
+    if copy.get("type", "object") != "object":
+        raise SchemaError(f"parameters must be an object schema, not type {copy['type']!r}", tool=name, field="parameters")
+    return copy
+
+
+def _check_strings(name: str, field: str, value: object) -> tuple[str, ...]:
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, Iterable) or isinstance(items, Mapping | bytes):
+        raise InvalidToolTypeError(f"{field} must be a string or a list of strings", tool=name, field=field)
+    out = tuple(items)
+    for item in out:
+        if not isinstance(item, str):
+            raise InvalidToolTypeError(f"{field} must hold strings, found {type(item).__name__}", tool=name, field=field)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    """One tool definition.
+
+    Attributes:
+        name: Unique name the model calls the tool by.
+        description: What the tool does, in words the model (and the index) can match.
+        parameters: JSON schema of the arguments (an object schema). Stored as a deep copy.
+        permissions: Permissions required to use the tool; the caller needs all of them. Empty
+            (or ``""`` / ``None``) means public. A single string is accepted.
+        core: Always selected (when the caller may use it), whatever the query.
+        examples: Example requests the tool serves; indexed, never emitted.
+        search_text: Extra text that is indexed but never emitted (synonyms, keywords).
+        cost_tokens: Explicit prompt cost; ``None`` lets the index's token counter measure the
+            emitted definition.
+        annotations: MCP tool annotations (``readOnlyHint`` and so on), passed through to MCP output.
+    """
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = dataclasses.field(default_factory=lambda: dict(EMPTY_SCHEMA))
+    permissions: tuple[str, ...] = ()
+    core: bool = False
+    examples: tuple[str, ...] = ()
+    search_text: str = ""
+    cost_tokens: int | None = None
+    annotations: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        name = _check_name(self.name)
+        put = object.__setattr__
+        if self.description is None:
+            put(self, "description", "")
+        for field in ("description", "search_text"):
+            if not isinstance(getattr(self, field), str):
+                kind = type(getattr(self, field)).__name__
+                raise InvalidToolTypeError(f"{field} must be a string, not {kind}", tool=name, field=field)
+        put(self, "parameters", _check_schema(name, self.parameters))
+        perms = _check_strings(name, "permissions", self.permissions or ())  # "" / None: public
+        if any(not p for p in perms):
+            raise InvalidToolError("permissions must be non-empty strings", tool=name, field="permissions")
+        put(self, "permissions", tuple(sorted(set(perms))))
+        put(self, "examples", _check_strings(name, "examples", self.examples))
+        if not isinstance(self.core, bool):
+            raise InvalidToolTypeError("core must be True or False", tool=name, field="core")
+        cost = self.cost_tokens
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int) or not 0 <= cost < 2**32):
+            raise InvalidToolError(f"cost_tokens must be an int in [0, 2**32), not {cost!r}", tool=name, field="cost_tokens")
+        if self.annotations is not None:
+            if not isinstance(self.annotations, Mapping):
+                raise InvalidToolTypeError("annotations must be a mapping", tool=name, field="annotations")
+            put(self, "annotations", dict(self.annotations))
+
+    def __hash__(self) -> int:
+        return hash(("Tool", self.name))
+
+    def definition(self) -> dict[str, Any]:
+        """The format-neutral definition a model sees: name, description, parameters."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, position: int | None = None) -> Tool:
+        """A tool from toolsift's own JSON form (the field names of this class)."""
+        from .loaders import load_native
+
+        return load_native(data, position or 0)
+
+
+class Catalog(Sequence[Tool]):
+    """Ordered, append-only list of uniquely named tools.
+
+    Args:
+        tools: Tools (or mappings in toolsift's JSON form) in registry order.
+    """
+
+    def __init__(self, tools: Iterable[Tool | Mapping[str, Any]] = ()) -> None:
+        self._tools: list[Tool] = []
+        self._positions: dict[str, int] = {}
+        self.extend(tools)
+
+    def append(self, tool: Tool | Mapping[str, Any]) -> int:
+        """Adds a tool (or a mapping in toolsift's JSON form) at the end; returns its position."""
+        if not isinstance(tool, Tool):
+            tool = Tool.from_dict(tool, position=len(self._tools))
+        if tool.name in self._positions:
+            raise DuplicateToolError(
+                f"duplicate name (already at position {self._positions[tool.name]})", tool=tool.name, field="name"
+            )
+        self._positions[tool.name] = len(self._tools)
+        self._tools.append(tool)
+        return len(self._tools) - 1
+
+    def extend(self, tools: Iterable[Tool | Mapping[str, Any]]) -> None:
+        """Appends several tools; on error the catalog keeps the tools before the bad one."""
+        for tool in tools:
+            self.append(tool)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @overload
+    def __getitem__(self, i: int) -> Tool: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Tool]: ...
+    def __getitem__(self, i: int | slice) -> Tool | Sequence[Tool]:
+        return self._tools[i]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools)
+
+    def __contains__(self, item: object) -> bool:
+        name = item.name if isinstance(item, Tool) else item
+        return isinstance(name, str) and name in self._positions
+
+    def __repr__(self) -> str:
+        return f"Catalog({len(self)} tools)"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tool names in registry order."""
+        return tuple(t.name for t in self._tools)
+
+    def position(self, name: str) -> int:
+        """Registry position of the tool called ``name``."""
+        try:
+            return self._positions[name]
+        except KeyError:
+            raise UnknownToolError(name) from None
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or ``None``."""
+        i = self._positions.get(name)
+        return None if i is None else self._tools[i]
+
+    def save(self, path: str | Path) -> None:
+        """Writes the catalog as JSON Lines in toolsift's own form (readable by :meth:`from_file`)."""
+        lines = [json.dumps(_native(t), ensure_ascii=False, sort_keys=True) for t in self._tools]
+        Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+    @classmethod
+    def from_mcp(cls, result: Any, **options: Any) -> Catalog:
+        """From an MCP ``tools/list`` result (a dict, an SDK result object, or its tool list)."""
+        from .loaders import load_mcp
+
+        return cls(load_mcp(result, **options))
+
+    @classmethod
+    def from_openai(cls, tools: Any, **options: Any) -> Catalog:
+        """From an OpenAI ``tools`` array (Chat Completions or Responses form)."""
+        from .loaders import load_openai
+
+        return cls(load_openai(tools, **options))
+
+    @classmethod
+    def from_anthropic(cls, tools: Any, **options: Any) -> Catalog:
+        """From an Anthropic ``tools`` array."""
+        from .loaders import load_anthropic
+
+        return cls(load_anthropic(tools, **options))
+
+    @classmethod
+    def from_file(cls, path: str | Path, **options: Any) -> Catalog:
+        """From a JSON or JSON Lines file of tools in any of the supported shapes."""
+        from .loaders import load_file
+
+        return cls(load_file(path, **options))
+
+
+def _native(tool: Tool) -> dict[str, Any]:
+    defaults = {f.name: f.default for f in dataclasses.fields(Tool)}
+    out = {k: v for k, v in dataclasses.asdict(tool).items() if k == "name" or not _is_default(v, defaults[k])}
+    for key in ("permissions", "examples"):
+        if key in out:
+            out[key] = list(out[key])
+    return out
+
+
+def _is_default(value: object, default: object) -> bool:
+    if default is dataclasses.MISSING:  # parameters: default_factory
+        return value == EMPTY_SCHEMA
+    return type(value) is type(default) and value == default

@@ -1,0 +1,85 @@
+"""What of a tool is indexed: its text fields and their default weights.
+
+The index sees five fields per tool. ``parameters`` is the text of the JSON schema: argument names,
+titles, descriptions and enum values, up to three levels of nested properties (through ``items``
+and ``anyOf``/``oneOf``/``allOf`` too). ``$ref`` is not followed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidParameterError
+from .registry import Tool
+
+FIELDS: tuple[str, ...] = ("name", "description", "parameters", "examples", "search_text")
+"""Indexed fields, in the order the core receives them."""
+
+DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 2.0,
+    "description": 1.0,
+    "parameters": 0.5,
+    "examples": 1.0,
+    "search_text": 1.0,
+}
+"""Weight of each field in the field-weighted term frequency (0 leaves a field out)."""
+
+MAX_PROPERTY_DEPTH = 3
+_MAX_NESTING = 12  # bound on items/anyOf/oneOf/allOf chains between property levels
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
+
+
+def weights_for(overrides: Mapping[str, float] | None) -> list[float]:
+    """Weights in :data:`FIELDS` order, defaults overridden by ``overrides``."""
+    weights = dict(DEFAULT_FIELD_WEIGHTS)
+    for key, value in (overrides or {}).items():
+        if key not in weights:
+            raise InvalidParameterError(f"unknown field {key!r} in field_weights; fields are {list(FIELDS)}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+            raise InvalidParameterError(f"field weight {key!r} must be a finite number >= 0, not {value!r}")
+        weights[key] = float(value)
+    return [weights[f] for f in FIELDS]
+
+
+def tool_fields(tool: Tool) -> tuple[str, str, str, str, str]:
+    """The texts of ``tool`` in :data:`FIELDS` order."""
+    return (tool.name, tool.description, schema_text(tool.parameters), "\n".join(tool.examples), tool.search_text)
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """Argument names, titles, descriptions and enum values of a JSON schema, in document order."""
+    out: list[str] = []
+    _walk(schema, 1, 0, out)
+    return "\n".join(out)
+
+
+def _walk(node: Any, depth: int, nesting: int, out: list[str]) -> None:
+    if not isinstance(node, Mapping) or depth > MAX_PROPERTY_DEPTH or nesting > _MAX_NESTING:
+        return
+    props = node.get("properties")
+    if isinstance(props, Mapping):
+        for name, sub in props.items():
+            out.append(str(name))
+            _describe(sub, out)
+            _walk(sub, depth + 1, 0, out)
+    items = node.get("items")
+    for sub in items if isinstance(items, list) else [items]:
+        _walk(sub, depth, nesting + 1, out)
+    for key in _COMBINATORS:
+        variants = node.get(key)
+        if isinstance(variants, list):
+            for sub in variants:
+                _describe(sub, out)
+                _walk(sub, depth, nesting + 1, out)
+
+
+def _describe(node: Any, out: list[str]) -> None:
+    if not isinstance(node, Mapping):
+        return
+    for key in ("title", "description"):
+        if isinstance(node.get(key), str):
+            out.append(node[key])
+    enum = node.get("enum")
+    if isinstance(enum, list):
+        out.extend(str(v) for v in enum if isinstance(v, str | int | float) and not isinstance(v, bool))

@@ -1,0 +1,134 @@
+"""The invariants every selection keeps: filter before rank, registry order, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import toolsift as ts
+from toolsift.errors import UnknownToolError
+
+QUERIES = [
+    "refund the payment of this order",
+    "delete a customer account",
+    "customer account order refund delete policy help",
+    "",
+    "nothing matches zzz",
+]
+
+
+def test_forbidden_tool_is_never_returned_counted_or_named(support: ts.Index) -> None:
+    caller = ["crm.read", "orders.read"]
+    forbidden = {"issue_refund", "delete_account"}
+    for q in QUERIES:
+        assert not forbidden & {h.tool.name for h in support.search(q, k=10, caller=caller)}
+        sel = support.select(q, caller, budget=130)
+        emitted = json.dumps([sel.to_openai(), sel.to_anthropic(), sel.to_mcp(), repr(sel), sel.note])
+        assert not forbidden & set(sel.names)
+        assert not forbidden & {d.tool.name for d in sel.dropped}
+        assert all(name not in emitted for name in forbidden)
+        assert sel.tokens == sum(support.cost(i) for i in sel)
+
+
+def test_forbidden_and_unknown_tools_raise_the_same_error(support: ts.Index) -> None:
+    errors = []
+    for name in ("delete_account", "no_such_tool"):
+        with pytest.raises(UnknownToolError) as e:
+            support.get(name, caller=["crm.read"])
+        errors.append(str(e.value).replace(name, "NAME"))
+    assert errors[0] == errors[1]
+    assert support.get("delete_account", caller=["admin"]).name == "delete_account"
+
+
+def test_forbidden_tool_never_changes_scores_of_allowed_tools(support: ts.Index) -> None:
+    narrow, wide = ["orders.read"], ["orders.read", "billing.refund", "admin", "crm.read"]
+    for q in QUERIES:
+        allowed = [h for h in support.search(q, k=10, caller=wide) if support.allows(narrow, h.tool.name)]
+        assert support.search(q, k=10, caller=narrow) == allowed
+
+
+def test_a_tool_requiring_several_permissions_needs_all_of_them() -> None:
+    idx = ts.Index([ts.Tool("wire_money", "wire money abroad", permissions=["billing", "kyc"])])
+    assert idx.search("wire money", caller=["billing"]) == []
+    assert [h.tool.name for h in idx.search("wire money", caller=["kyc", "billing", "other"])] == ["wire_money"]
+
+
+def test_no_caller_sees_public_tools_only(support: ts.Index) -> None:
+    names = {h.tool.name for h in support.search("customer account order refund help", k=10)}
+    assert names == {"search_help", "refund_policy"}
+
+
+def test_output_lists_core_tools_first_then_the_rest_in_registry_order() -> None:
+    tools = [ts.Tool(f"send_{w}", f"send a {w} message", cost_tokens=10) for w in ("sms", "email", "fax", "page")]
+    tools.append(ts.Tool("ask_user", "ask the user a question", core=True, cost_tokens=10))
+    sel = ts.Index(tools).select("send an email message or sms or fax", budget=1000)
+    assert sel.names[0] == "ask_user"
+    assert list(sel.positions[1:]) == sorted(sel.positions[1:])
+    assert sel.core == ("ask_user",)
+
+
+def test_appending_tools_never_reorders_an_unchanged_selection() -> None:
+    base = [ts.Tool(f"tool_{i}", f"manage widget number {i} and gadgets", cost_tokens=20) for i in range(20)]
+    before = ts.Index(base).select("manage widget gadgets", budget=200)
+    more = base + [ts.Tool(f"zz_{i}", f"unrelated lorem ipsum {i}", cost_tokens=20) for i in range(30)]
+    after = ts.Index(more).select("manage widget gadgets", budget=200)
+    assert set(after.names) == set(before.names)
+    assert after.names == before.names and after.to_openai() == before.to_openai()
+
+
+def test_empty_query_and_no_match_return_core_tools_only(support: ts.Index) -> None:
+    for q in ("", "   ", "zzz qqq", "!!!"):
+        assert support.select(q, ["crm.read"], budget=10_000).names == ("search_help",)
+        assert support.search(q, caller=["crm.read"]) == []
+
+
+def test_k_above_the_hits_returns_fewer_and_k_zero_returns_none(support: ts.Index) -> None:
+    assert len(support.search("refund", k=1000, caller=["billing.refund"])) == 2
+    assert support.search("refund", k=0) == []
+    assert support.select("refund order", ["orders.read"], budget=10_000, k=0).names == ("search_help",)
+
+
+def test_zero_budget_keeps_core_tools_and_says_why(support: ts.Index) -> None:
+    sel = support.select("refund order", ["orders.read"], budget=0)
+    assert sel.names == ("search_help",)
+    assert sel.note and "core" in sel.note
+
+
+def test_a_candidate_too_big_for_the_budget_is_skipped_and_smaller_ones_still_taken() -> None:
+    idx = ts.Index(
+        [
+            ts.Tool("refund_big", "refund refund refund", cost_tokens=500),
+            ts.Tool("refund_small", "refund a payment", cost_tokens=50),
+        ]
+    )
+    sel = idx.select("refund", budget=100)
+    assert sel.names == ("refund_small",)
+    assert [(d.tool.name, d.reason) for d in sel.dropped] == [("refund_big", "over_budget")]
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, toolsift as ts
+    tools = [ts.Tool(f"t{i}", " ".join(f"w{(i * j) % 17}" for j in range(1, 9)),
+                     permissions=[f"p{i % 3}"] if i % 4 else [], core=i % 11 == 0, cost_tokens=10 + i % 7)
+             for i in range(300)]
+    idx = ts.Index(tools)
+    out = []
+    for q in ["w1 w2 w3", "w5 w5 w16", "w0"]:
+        out.append([(h.position, h.score) for h in idx.search(q, k=20, caller=["p1", "p2"])])
+        out.append(idx.select(q, ["p0", "p1"], budget=200).to_openai())
+    print(json.dumps(out))
+    """
+)
+
+
+def test_same_catalog_query_and_caller_give_byte_identical_output_across_processes() -> None:
+    runs = [
+        subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, check=True, env={"PYTHONHASHSEED": seed})
+        for seed in ("1", "2", "3")
+    ]
+    assert runs[0].stdout and runs[0].stdout == runs[1].stdout == runs[2].stdout
