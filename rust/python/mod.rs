@@ -12,10 +12,17 @@ fn tokenize(text: &str) -> Vec<String> {
     crate::tokenizer::tokenize(text)
 }
 
+/// Panics inside the core on purpose, to prove a panic reaches Python as `InternalError`.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
+    errors::detached(py, || -> () { panic!("deliberate panic") })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,67 @@
+"""Hypothesis: the Rust core against the plain-Python oracle on random catalogs and callers."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import toolsift as ts
+from oracle import Doc, Oracle, tokenize
+from toolsift.text import DEFAULT_FIELD_WEIGHTS, FIELDS, tool_fields
+
+WORDS = ["order", "orders", "refund", "policy", "policies", "status", "account", "ship", "box", "boxes",
+         "help", "user", "delete", "café", "naïve", "getUser", "HTTPServer", "ec2", "s3Bucket"]
+PERMS = ["a", "b", "c", "d"]
+
+text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8).map(" ".join)
+tool = st.builds(
+    lambda desc, extra, perms, core, cost: (desc, extra, perms, core, cost),
+    text, text, st.sets(st.sampled_from(PERMS), max_size=2), st.booleans(), st.integers(0, 120),
+)
+catalogs = st.lists(tool, min_size=1, max_size=25)
+callers = st.sets(st.sampled_from(PERMS))
+
+
+def build(specs: list[tuple[str, str, set[str], bool, int]]) -> tuple[ts.Index, Oracle]:
+    tools = [
+        ts.Tool(f"tool_{i}", desc, permissions=sorted(perms), core=core, cost_tokens=cost, search_text=extra)
+        for i, (desc, extra, perms, core, cost) in enumerate(specs)
+    ]
+    weights = [DEFAULT_FIELD_WEIGHTS[f] for f in FIELDS]
+    docs = [Doc(list(zip(tool_fields(t), weights, strict=True)), frozenset(t.permissions), t.cost_tokens or 0, t.core) for t in tools]
+    return ts.Index(tools), Oracle(docs)
+
+
+def well_separated(scores: dict[int, float]) -> bool:
+    """No two different scores so close that f32 and f64 could order them differently."""
+    values = sorted(set(scores.values()))
+    return all(b - a > 1e-4 * max(abs(b), 1.0) for a, b in zip(values, values[1:], strict=False))
+
+
+@given(st.text(max_size=40))
+def test_tokenizer_matches_the_oracle_on_any_text(s: str) -> None:
+    assume(s.isascii() or all(ord(c) < 0x250 for c in s))  # str.isalnum and char::is_alphanumeric agree here
+    assert ts.tokenize(s) == tokenize(s)
+
+
+@settings(max_examples=300, deadline=None)
+@given(catalogs, text, callers, st.integers(0, 30))
+def test_search_equals_the_oracle(specs: list, query: str, caller: set[str], k: int) -> None:
+    idx, oracle = build(specs)
+    assume(well_separated(oracle.scores(query, caller)))
+    got = [(h.position, h.score) for h in idx.search(query, k=k, caller=caller)]
+    want = oracle.search(query, caller, k)
+    assert [p for p, _ in got] == [p for p, _ in want]
+    assert all(math.isclose(g, w, rel_tol=1e-4) for (_, g), (_, w) in zip(got, want, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(catalogs, text, callers, st.integers(0, 400), st.none() | st.integers(0, 5))
+def test_select_equals_the_oracle(specs: list, query: str, caller: set[str], budget: int, k: int | None) -> None:
+    idx, oracle = build(specs)
+    assume(well_separated(oracle.scores(query, caller)))
+    sel = idx.select(query, caller, budget, k=k)
+    assert list(sel) == oracle.select(query, caller, budget, k)
+    assert all(oracle.allowed(i, caller) for i in sel)

@@ -1,0 +1,126 @@
+"""Loaders for MCP, OpenAI, Anthropic, JSON and JSONL, and the emitters that write those shapes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import toolsift as ts
+from toolsift.errors import CatalogEncodingError, CatalogFormatError, SchemaError
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]}
+WEATHER = ts.Tool("weather", "Current weather for a city", SCHEMA, annotations={"readOnlyHint": True})
+
+
+def test_mcp_tools_list_result_round_trips() -> None:
+    result = {"tools": ts.to_mcp([WEATHER]), "nextCursor": None}
+    cat = ts.Catalog.from_mcp(result, permissions={"weather": ["geo"]}, core=["weather"])
+    t = cat[0]
+    assert (t.name, t.description, t.parameters, t.permissions, t.core) == ("weather", WEATHER.description, SCHEMA, ("geo",), True)
+    assert t.annotations == {"readOnlyHint": True}
+    assert ts.to_mcp(cat) == result["tools"]
+
+
+def test_openai_chat_and_responses_shapes_load() -> None:
+    chat = ts.to_openai([WEATHER])
+    responses = [{"type": "function", "name": "weather2", "description": "d", "parameters": SCHEMA}]
+    cat = ts.Catalog.from_openai(chat + responses)
+    assert cat.names == ("weather", "weather2") and cat[1].parameters == SCHEMA
+    assert chat == [{"type": "function", "function": {"name": "weather", "description": WEATHER.description, "parameters": SCHEMA}}]
+
+
+def test_anthropic_tools_load_and_emit() -> None:
+    tools = ts.to_anthropic([WEATHER])
+    assert tools == [{"name": "weather", "description": WEATHER.description, "input_schema": SCHEMA}]
+    assert ts.Catalog.from_anthropic(tools)[0].parameters == SCHEMA
+
+
+def test_search_only_text_and_examples_are_indexed_but_never_emitted() -> None:
+    t = ts.Tool("get_forecast", "Forecast", examples=["will it rain tomorrow"], search_text="umbrella precipitation")
+    idx = ts.Index([t])
+    assert idx.search("umbrella")[0].tool.name == "get_forecast"
+    assert idx.search("rain tomorrow")[0].tool.name == "get_forecast"
+    sel = idx.select("umbrella")
+    emitted = json.dumps([sel.to_openai(), sel.to_anthropic(), sel.to_mcp()])
+    assert "umbrella" not in emitted and "rain" not in emitted
+
+
+@pytest.mark.parametrize(
+    ("loader", "data", "match"),
+    [
+        (ts.Catalog.from_mcp, {"tools": "nope"}, "list of tools"),
+        (ts.Catalog.from_mcp, {"tools": [{"description": "no name"}]}, "no 'name'"),
+        (ts.Catalog.from_mcp, {"tools": [{"name": "x", "inputSchema": []}]}, "inputSchema"),
+        (ts.Catalog.from_openai, [{"type": "web_search"}], "not a function"),
+        (ts.Catalog.from_openai, [{"type": "function", "function": {"name": 5}}], "'name' must be a str"),
+        (ts.Catalog.from_anthropic, [{"type": "bash_20250124", "name": "bash"}], "input_schema"),
+        (ts.Catalog.from_anthropic, [3], "not a JSON object"),
+    ],
+)
+def test_loader_input_of_the_wrong_shape_is_refused(loader, data, match) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CatalogFormatError, match=match):
+        loader(data)
+
+
+def test_files_in_every_shape_load(tmp_path: Path) -> None:
+    native = tmp_path / "native.jsonl"
+    ts.Catalog([WEATHER, ts.Tool("secret", "s", permissions=["admin"], core=True, cost_tokens=0)]).save(native)
+    cat = ts.Catalog.from_file(native)
+    assert cat[1].permissions == ("admin",) and cat[1].core and cat[1].cost_tokens == 0 and cat[0] == WEATHER
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"tools": ts.to_openai([WEATHER]) + [{"name": "b", "input_schema": SCHEMA}]}))
+    assert ts.Catalog.from_file(mixed).names == ("weather", "b")
+
+
+def test_invalid_utf8_in_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"name": "ok"}\n{"name": "caf\xe9"}\n')
+    with pytest.raises(CatalogEncodingError, match="line 2") as e:
+        ts.Catalog.from_file(path)
+    assert isinstance(e.value, ValueError)
+
+
+def test_bad_json_lines_and_fields_name_the_file_line_and_tool(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"name": "ok"}\n{"name": \n')
+    with pytest.raises(CatalogFormatError, match="line 2"):
+        ts.Catalog.from_file(path)
+    path.write_text('{"name": "ok", "colour": "red"}\n')
+    with pytest.raises(CatalogFormatError, match="colour"):
+        ts.Catalog.from_file(path)
+    path.write_text('{"name": "t", "parameters": {"type": "string"}}\n')
+    with pytest.raises(SchemaError, match="bad.jsonl.*'t'"):
+        ts.Catalog.from_file(path)
+    with pytest.raises(CatalogFormatError, match="cannot read"):
+        ts.Catalog.from_file(tmp_path / "missing.json")
+
+
+def test_schema_text_reaches_three_levels_and_enums() -> None:
+    from toolsift.text import schema_text
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "shipment": {
+                "description": "Where it goes",
+                "properties": {
+                    "address": {"anyOf": [{"properties": {"postcode": {"description": "zip code"}}}]},
+                    "speed": {"enum": ["overnight", "ground"]},
+                },
+            },
+            "items": {"type": "array", "items": {"properties": {"sku": {"properties": {"part": {"properties": {"deep4": {}}}}}}}},
+        },
+    }
+    text = schema_text(schema)
+    for word in ("shipment", "Where it goes", "address", "postcode", "zip code", "overnight", "ground", "sku", "part"):
+        assert word in text
+    assert "deep4" not in text
+
+
+def test_token_cost_defaults_to_a_quarter_of_the_definition_bytes_and_is_pluggable() -> None:
+    idx = ts.Index([WEATHER])
+    assert idx.cost(0) == ts.default_token_count(WEATHER.definition()) > 0
+    assert ts.Index([WEATHER], count_tokens=lambda d: 7).cost(0) == 7
+    assert ts.Index([ts.Tool("w", cost_tokens=3)], count_tokens=lambda d: 7).cost(0) == 3
