@@ -33,10 +33,16 @@ impl Bm25Params {
     /// Checks that both parameters are in their domain.
     pub fn validate(&self) -> Result<()> {
         if !(self.k1.is_finite() && self.k1 >= 0.0) {
-            return Err(Error::InvalidParameter { name: "k1", reason: format!("{} is not a finite number ≥ 0", self.k1) });
+            return Err(Error::InvalidParameter {
+                name: "k1",
+                reason: format!("{} is not a finite number ≥ 0", self.k1),
+            });
         }
         if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
-            return Err(Error::InvalidParameter { name: "b", reason: format!("{} is not in [0, 1]", self.b) });
+            return Err(Error::InvalidParameter {
+                name: "b",
+                reason: format!("{} is not in [0, 1]", self.b),
+            });
         }
         Ok(())
     }
@@ -80,7 +86,12 @@ mod tests {
 
     #[test]
     fn out_of_domain_parameters_are_refused() {
-        assert!(Bm25Params { k1: f32::NAN, b: 0.5 }.validate().is_err());
+        assert!(Bm25Params {
+            k1: f32::NAN,
+            b: 0.5
+        }
+        .validate()
+        .is_err());
         assert!(Bm25Params { k1: 1.0, b: 1.5 }.validate().is_err());
         assert!(Bm25Params::default().validate().is_ok());
     }

@@ -39,9 +39,16 @@ pub fn pack(
     budget: u64,
     max_taken: Option<usize>,
 ) -> Packing {
-    let mut out = Packing { selected: core.to_vec(), num_core: core.len(), ..Packing::default() };
+    let mut out = Packing {
+        selected: core.to_vec(),
+        num_core: core.len(),
+        ..Packing::default()
+    };
     out.selected.sort_unstable();
-    out.used_tokens = core.iter().map(|&d| cost(d)).fold(0u64, u64::saturating_add);
+    out.used_tokens = core
+        .iter()
+        .map(|&d| cost(d))
+        .fold(0u64, u64::saturating_add);
     out.core_over_budget = out.used_tokens > budget;
     let cap = max_taken.unwrap_or(usize::MAX);
     let mut taken = Vec::new();

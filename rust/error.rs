@@ -12,7 +12,11 @@ pub enum Error {
     InvalidParameter { name: &'static str, reason: String },
     /// Parallel inputs to the builder disagree in length.
     #[error("input {field} has {got} entries, expected {expected}")]
-    LengthMismatch { field: &'static str, expected: usize, got: usize },
+    LengthMismatch {
+        field: &'static str,
+        expected: usize,
+        got: usize,
+    },
     /// More tools than a `u32` document id can address.
     #[error("catalog too large: more than {max} tools")]
     TooManyTools { max: usize },

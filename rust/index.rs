@@ -48,12 +48,17 @@ impl IndexBuilder {
     /// A builder scoring with `params`.
     pub fn new(params: Bm25Params) -> Result<Self> {
         params.validate()?;
-        Ok(IndexBuilder { params, ..IndexBuilder::default() })
+        Ok(IndexBuilder {
+            params,
+            ..IndexBuilder::default()
+        })
     }
 
     /// Adds the next tool and returns its registry position.
     pub fn add(&mut self, doc: &DocInput<'_>) -> Result<DocId> {
-        let id = DocId::try_from(self.lens.len()).map_err(|_| Error::TooManyTools { max: DocId::MAX as usize })?;
+        let id = DocId::try_from(self.lens.len()).map_err(|_| Error::TooManyTools {
+            max: DocId::MAX as usize,
+        })?;
         let mut tf: HashMap<TermId, f32> = HashMap::new();
         let mut order: Vec<TermId> = Vec::new();
         let mut len = 0f32;
@@ -89,8 +94,16 @@ impl IndexBuilder {
     /// Freezes the builder into an immutable index.
     pub fn build(self) -> Index {
         let n = self.lens.len();
-        let avg_len = if n == 0 { 0.0 } else { self.lens.iter().sum::<f32>() / n as f32 };
-        let norms = self.lens.iter().map(|&l| self.params.length_norm(l, avg_len)).collect();
+        let avg_len = if n == 0 {
+            0.0
+        } else {
+            self.lens.iter().sum::<f32>() / n as f32
+        };
+        let norms = self
+            .lens
+            .iter()
+            .map(|&l| self.params.length_norm(l, avg_len))
+            .collect();
         let mut is_core = vec![false; n];
         self.core.iter().for_each(|&d| is_core[d as usize] = true);
         Index {
@@ -111,7 +124,10 @@ pub fn check_weight(w: f32) -> Result<()> {
     if w.is_finite() && w >= 0.0 {
         Ok(())
     } else {
-        Err(Error::InvalidParameter { name: "field weight", reason: format!("{w} is not a finite number ≥ 0") })
+        Err(Error::InvalidParameter {
+            name: "field weight",
+            reason: format!("{w} is not a finite number ≥ 0"),
+        })
     }
 }
 
@@ -175,7 +191,9 @@ impl Index {
         tokenize_into(query, &mut tokens);
         let mut terms: Vec<(TermId, f32)> = Vec::new();
         for t in &tokens {
-            let Some(id) = self.vocab.get(t) else { continue };
+            let Some(id) = self.vocab.get(t) else {
+                continue;
+            };
             match terms.iter_mut().find(|(x, _)| *x == id) {
                 Some(e) => e.1 += 1.0,
                 None => terms.push((id, 1.0)),
@@ -202,28 +220,56 @@ impl Index {
                 *slot += self.params.score(weight, tf, self.norms[doc as usize]);
             }
         }
-        touched.into_iter().map(|doc| Hit { doc, score: acc[doc as usize] }).collect()
+        touched
+            .into_iter()
+            .map(|doc| Hit {
+                doc,
+                score: acc[doc as usize],
+            })
+            .collect()
     }
 
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
     pub fn search(&self, query: &str, caller: &CallerMask, k: usize) -> Vec<Hit> {
         let mut top = TopK::new(k);
-        self.score(query, caller).into_iter().for_each(|h| top.push(h));
+        self.score(query, caller)
+            .into_iter()
+            .for_each(|h| top.push(h));
         top.into_sorted()
     }
 
     /// Core tools the caller may use, in registry order.
     pub fn allowed_core(&self, caller: &CallerMask) -> Vec<DocId> {
-        self.core.iter().copied().filter(|&d| self.perms.allows(caller, d)).collect()
+        self.core
+            .iter()
+            .copied()
+            .filter(|&d| self.perms.allows(caller, d))
+            .collect()
     }
 
     /// Core tools, then the best-ranked matching tools that fit in `budget_tokens`, at most
     /// `max_taken` of them; see [`pack`].
-    pub fn select(&self, query: &str, caller: &CallerMask, budget_tokens: u64, max_taken: Option<usize>) -> Packing {
-        let mut hits: Vec<Hit> = self.score(query, caller).into_iter().filter(|h| !self.is_core[h.doc as usize]).collect();
+    pub fn select(
+        &self,
+        query: &str,
+        caller: &CallerMask,
+        budget_tokens: u64,
+        max_taken: Option<usize>,
+    ) -> Packing {
+        let mut hits: Vec<Hit> = self
+            .score(query, caller)
+            .into_iter()
+            .filter(|h| !self.is_core[h.doc as usize])
+            .collect();
         rank(&mut hits);
         let ranked: Vec<DocId> = hits.iter().map(|h| h.doc).collect();
-        pack(&self.allowed_core(caller), &ranked, |d| u64::from(self.cost(d)), budget_tokens, max_taken)
+        pack(
+            &self.allowed_core(caller),
+            &ranked,
+            |d| u64::from(self.cost(d)),
+            budget_tokens,
+            max_taken,
+        )
     }
 }
 
@@ -235,17 +281,48 @@ mod tests {
     fn support() -> Index {
         let tools = [
             ("search_help", "Search the help center articles", "", true),
-            ("lookup_account", "Look up a customer account by email or id", "crm.read", false),
-            ("order_status", "Get the shipping status of an order", "orders.read", false),
-            ("issue_refund", "Refund a customer order payment to the card", "billing.refund", false),
-            ("refund_policy", "Explain the refund policy to the customer", "", false),
-            ("delete_account", "Delete a customer account permanently", "admin", false),
+            (
+                "lookup_account",
+                "Look up a customer account by email or id",
+                "crm.read",
+                false,
+            ),
+            (
+                "order_status",
+                "Get the shipping status of an order",
+                "orders.read",
+                false,
+            ),
+            (
+                "issue_refund",
+                "Refund a customer order payment to the card",
+                "billing.refund",
+                false,
+            ),
+            (
+                "refund_policy",
+                "Explain the refund policy to the customer",
+                "",
+                false,
+            ),
+            (
+                "delete_account",
+                "Delete a customer account permanently",
+                "admin",
+                false,
+            ),
         ];
         let mut b = IndexBuilder::new(Bm25Params::default()).unwrap();
         for (name, desc, perm, core) in tools {
             let perms: Vec<&str> = if perm.is_empty() { vec![] } else { vec![perm] };
             let cost = ((name.len() + desc.len() + 300) / 4 + 1) as u32;
-            b.add(&DocInput { fields: &[(name, 2.0), (desc, 1.0)], perms: &perms, cost_tokens: cost, core }).unwrap();
+            b.add(&DocInput {
+                fields: &[(name, 2.0), (desc, 1.0)],
+                perms: &perms,
+                cost_tokens: cost,
+                core,
+            })
+            .unwrap();
         }
         b.build()
     }
@@ -257,14 +334,21 @@ mod tests {
         let sel = idx.select("refund the payment of this order", &agent, 400, None);
         assert!(!sel.selected.contains(&3) && sel.selected.contains(&4));
         let billing = idx.caller(&["billing.refund"]);
-        assert!(idx.select("refund the payment of this order", &billing, 400, None).selected.contains(&3));
+        assert!(idx
+            .select("refund the payment of this order", &billing, 400, None)
+            .selected
+            .contains(&3));
     }
 
     #[test]
     fn core_tool_then_the_right_tool_in_registry_order() {
         let idx = support();
         let agent = idx.caller(&["crm.read", "orders.read"]);
-        assert_eq!(idx.select("where is my order shipping status", &agent, 400, None).selected, [0, 2]);
+        assert_eq!(
+            idx.select("where is my order shipping status", &agent, 400, None)
+                .selected,
+            [0, 2]
+        );
         assert_eq!(idx.select("order status", &agent, 100, None).selected, [0]);
     }
 
@@ -287,7 +371,12 @@ mod tests {
     #[test]
     fn negative_or_nan_weights_are_refused() {
         let mut b = IndexBuilder::new(Bm25Params::default()).unwrap();
-        let doc = DocInput { fields: &[("x", f32::NAN)], perms: &[], cost_tokens: 1, core: false };
+        let doc = DocInput {
+            fields: &[("x", f32::NAN)],
+            perms: &[],
+            cost_tokens: 1,
+            core: false,
+        };
         assert!(matches!(b.add(&doc), Err(Error::InvalidParameter { .. })));
     }
 }

@@ -24,7 +24,11 @@ pub struct PermissionTable {
 
 impl Default for PermissionTable {
     fn default() -> Self {
-        PermissionTable { ids: HashMap::new(), offsets: vec![0], required: Vec::new() }
+        PermissionTable {
+            ids: HashMap::new(),
+            offsets: vec![0],
+            required: Vec::new(),
+        }
     }
 }
 
@@ -70,7 +74,9 @@ impl PermissionTable {
     #[inline]
     pub fn allows(&self, caller: &CallerMask, doc: DocId) -> bool {
         let d = doc as usize;
-        self.required[self.offsets[d]..self.offsets[d + 1]].iter().all(|&p| caller.holds(p))
+        self.required[self.offsets[d]..self.offsets[d + 1]]
+            .iter()
+            .all(|&p| caller.holds(p))
     }
 
     /// Number of distinct permission strings in the catalog.

@@ -78,10 +78,16 @@ impl Postings {
     pub fn list(&self, term: TermId) -> PostingList<'_> {
         let t = term as usize;
         if t + 1 >= self.offsets.len() {
-            return PostingList { docs: &[], tfs: &[] };
+            return PostingList {
+                docs: &[],
+                tfs: &[],
+            };
         }
         let (lo, hi) = (self.offsets[t], self.offsets[t + 1]);
-        PostingList { docs: &self.docs[lo..hi], tfs: &self.tfs[lo..hi] }
+        PostingList {
+            docs: &self.docs[lo..hi],
+            tfs: &self.tfs[lo..hi],
+        }
     }
 
     /// Total number of postings.

@@ -80,7 +80,10 @@ pub fn strip_plural(word: String) -> String {
     if n >= 5 && word.ends_with("ies") {
         return format!("{}y", &word[..word.len() - 3]);
     }
-    if ["sses", "xes", "ches", "shes"].iter().any(|s| word.ends_with(s)) {
+    if ["sses", "xes", "ches", "shes"]
+        .iter()
+        .any(|s| word.ends_with(s))
+    {
         return word[..word.len() - 2].to_string();
     }
     word[..word.len() - 1].to_string()
@@ -96,7 +99,10 @@ mod tests {
 
     #[test]
     fn splits_snake_kebab_and_punctuation() {
-        assert_eq!(t("order_status get-user.name/v2"), ["order", "status", "get", "user", "name", "v2"]);
+        assert_eq!(
+            t("order_status get-user.name/v2"),
+            ["order", "status", "get", "user", "name", "v2"]
+        );
     }
 
     #[test]
@@ -118,8 +124,14 @@ mod tests {
 
     #[test]
     fn folds_plurals() {
-        assert_eq!(t("orders policies boxes matches addresses"), ["order", "policy", "box", "match", "address"]);
-        assert_eq!(t("status address analysis ids"), ["status", "address", "analysis", "id"]);
+        assert_eq!(
+            t("orders policies boxes matches addresses"),
+            ["order", "policy", "box", "match", "address"]
+        );
+        assert_eq!(
+            t("status address analysis ids"),
+            ["status", "address", "analysis", "id"]
+        );
     }
 
     #[test]

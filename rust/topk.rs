@@ -18,7 +18,10 @@ pub struct Hit {
 impl Hit {
     /// Total order "better first": higher score, then lower registry position.
     pub fn rank_cmp(&self, other: &Hit) -> Ordering {
-        other.score.total_cmp(&self.score).then(self.doc.cmp(&other.doc))
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.doc.cmp(&other.doc))
     }
 }
 
@@ -50,7 +53,10 @@ pub struct TopK {
 impl TopK {
     /// An empty collector for at most `k` hits.
     pub fn new(k: usize) -> Self {
-        TopK { k, heap: BinaryHeap::with_capacity(k.min(1 << 16)) }
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k.min(1 << 16)),
+        }
     }
 
     /// Offers a hit; it is kept if it beats the worst one retained.
@@ -66,7 +72,11 @@ impl TopK {
 
     /// The retained hits, best first.
     pub fn into_sorted(self) -> Vec<Hit> {
-        self.heap.into_sorted_vec().into_iter().map(|w| w.0).collect()
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|w| w.0)
+            .collect()
     }
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from hypothesis import assume, given, settings
@@ -11,14 +12,37 @@ import toolsift as ts
 from oracle import Doc, Oracle, tokenize
 from toolsift.text import DEFAULT_FIELD_WEIGHTS, FIELDS, tool_fields
 
-WORDS = ["order", "orders", "refund", "policy", "policies", "status", "account", "ship", "box", "boxes",
-         "help", "user", "delete", "café", "naïve", "getUser", "HTTPServer", "ec2", "s3Bucket"]
+WORDS = [
+    "order",
+    "orders",
+    "refund",
+    "policy",
+    "policies",
+    "status",
+    "account",
+    "ship",
+    "box",
+    "boxes",
+    "help",
+    "user",
+    "delete",
+    "café",
+    "naïve",
+    "getUser",
+    "HTTPServer",
+    "ec2",
+    "s3Bucket",
+]
 PERMS = ["a", "b", "c", "d"]
 
 text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8).map(" ".join)
 tool = st.builds(
     lambda desc, extra, perms, core, cost: (desc, extra, perms, core, cost),
-    text, text, st.sets(st.sampled_from(PERMS), max_size=2), st.booleans(), st.integers(0, 120),
+    text,
+    text,
+    st.sets(st.sampled_from(PERMS), max_size=2),
+    st.booleans(),
+    st.integers(0, 120),
 )
 catalogs = st.lists(tool, min_size=1, max_size=25)
 callers = st.sets(st.sampled_from(PERMS))
@@ -30,14 +54,17 @@ def build(specs: list[tuple[str, str, set[str], bool, int]]) -> tuple[ts.Index, 
         for i, (desc, extra, perms, core, cost) in enumerate(specs)
     ]
     weights = [DEFAULT_FIELD_WEIGHTS[f] for f in FIELDS]
-    docs = [Doc(list(zip(tool_fields(t), weights, strict=True)), frozenset(t.permissions), t.cost_tokens or 0, t.core) for t in tools]
+    docs = [
+        Doc(list(zip(tool_fields(t), weights, strict=True)), frozenset(t.permissions), t.cost_tokens or 0, t.core)
+        for t in tools
+    ]
     return ts.Index(tools), Oracle(docs)
 
 
 def well_separated(scores: dict[int, float]) -> bool:
     """No two different scores so close that f32 and f64 could order them differently."""
     values = sorted(set(scores.values()))
-    return all(b - a > 1e-4 * max(abs(b), 1.0) for a, b in zip(values, values[1:], strict=False))
+    return all(b - a > 1e-4 * max(abs(b), 1.0) for a, b in itertools.pairwise(values))
 
 
 @given(st.text(max_size=40))

@@ -10,7 +10,11 @@ import pytest
 import toolsift as ts
 from toolsift.errors import CatalogEncodingError, CatalogFormatError, SchemaError
 
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "description": "City name"}},
+    "required": ["city"],
+}
 WEATHER = ts.Tool("weather", "Current weather for a city", SCHEMA, annotations={"readOnlyHint": True})
 
 
@@ -18,7 +22,13 @@ def test_mcp_tools_list_result_round_trips() -> None:
     result = {"tools": ts.to_mcp([WEATHER]), "nextCursor": None}
     cat = ts.Catalog.from_mcp(result, permissions={"weather": ["geo"]}, core=["weather"])
     t = cat[0]
-    assert (t.name, t.description, t.parameters, t.permissions, t.core) == ("weather", WEATHER.description, SCHEMA, ("geo",), True)
+    assert (t.name, t.description, t.parameters, t.permissions, t.core) == (
+        "weather",
+        WEATHER.description,
+        SCHEMA,
+        ("geo",),
+        True,
+    )
     assert t.annotations == {"readOnlyHint": True}
     assert ts.to_mcp(cat) == result["tools"]
 
@@ -28,7 +38,9 @@ def test_openai_chat_and_responses_shapes_load() -> None:
     responses = [{"type": "function", "name": "weather2", "description": "d", "parameters": SCHEMA}]
     cat = ts.Catalog.from_openai(chat + responses)
     assert cat.names == ("weather", "weather2") and cat[1].parameters == SCHEMA
-    assert chat == [{"type": "function", "function": {"name": "weather", "description": WEATHER.description, "parameters": SCHEMA}}]
+    assert chat == [
+        {"type": "function", "function": {"name": "weather", "description": WEATHER.description, "parameters": SCHEMA}}
+    ]
 
 
 def test_anthropic_tools_load_and_emit() -> None:
@@ -70,7 +82,7 @@ def test_files_in_every_shape_load(tmp_path: Path) -> None:
     cat = ts.Catalog.from_file(native)
     assert cat[1].permissions == ("admin",) and cat[1].core and cat[1].cost_tokens == 0 and cat[0] == WEATHER
     mixed = tmp_path / "mixed.json"
-    mixed.write_text(json.dumps({"tools": ts.to_openai([WEATHER]) + [{"name": "b", "input_schema": SCHEMA}]}))
+    mixed.write_text(json.dumps({"tools": [*ts.to_openai([WEATHER]), {"name": "b", "input_schema": SCHEMA}]}))
     assert ts.Catalog.from_file(mixed).names == ("weather", "b")
 
 
@@ -91,7 +103,7 @@ def test_bad_json_lines_and_fields_name_the_file_line_and_tool(tmp_path: Path) -
     with pytest.raises(CatalogFormatError, match="colour"):
         ts.Catalog.from_file(path)
     path.write_text('{"name": "t", "parameters": {"type": "string"}}\n')
-    with pytest.raises(SchemaError, match="bad.jsonl.*'t'"):
+    with pytest.raises(SchemaError, match=r"bad\.jsonl.*'t'"):
         ts.Catalog.from_file(path)
     with pytest.raises(CatalogFormatError, match="cannot read"):
         ts.Catalog.from_file(tmp_path / "missing.json")
@@ -110,7 +122,10 @@ def test_schema_text_reaches_three_levels_and_enums() -> None:
                     "speed": {"enum": ["overnight", "ground"]},
                 },
             },
-            "items": {"type": "array", "items": {"properties": {"sku": {"properties": {"part": {"properties": {"deep4": {}}}}}}}},
+            "items": {
+                "type": "array",
+                "items": {"properties": {"sku": {"properties": {"part": {"properties": {"deep4": {}}}}}}},
+            },
         },
     }
     text = schema_text(schema)

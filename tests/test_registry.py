@@ -59,7 +59,14 @@ def test_bad_names_are_refused(name: object) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("permissions", [1]), ("permissions", [""]), ("examples", [None]), ("core", "yes"), ("cost_tokens", -1), ("cost_tokens", True)],
+    [
+        ("permissions", [1]),
+        ("permissions", [""]),
+        ("examples", [None]),
+        ("core", "yes"),
+        ("cost_tokens", -1),
+        ("cost_tokens", True),
+    ],
 )
 def test_other_bad_fields_are_refused_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(InvalidToolError) as e:

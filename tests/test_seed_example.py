@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import toolsift as ts
-from conftest import AGENT
+from helpers import AGENT
 
 
 def names(idx: ts.Index, positions: list[int] | ts.Selection) -> list[str]:

@@ -17,7 +17,9 @@ WORDS = [f"w{i}" for i in range(400)]
 @pytest.fixture(scope="module")
 def big() -> ts.Index:
     tools = [
-        ts.Tool(f"t{i}", " ".join(WORDS[(i * j * 7) % 400] for j in range(1, 30)), permissions=[f"p{i % 5}"], cost_tokens=50)
+        ts.Tool(
+            f"t{i}", " ".join(WORDS[(i * j * 7) % 400] for j in range(1, 30)), permissions=[f"p{i % 5}"], cost_tokens=50
+        )
         for i in range(20_000)
     ]
     return ts.Index(tools)
@@ -28,7 +30,10 @@ CALLER = ["p0", "p2", "p3"]
 
 
 def run(idx: ts.Index, q: str) -> tuple:
-    return (tuple((h.position, h.score) for h in idx.search(q, k=10, caller=CALLER)), tuple(idx.select(q, CALLER, 2000)))
+    return (
+        tuple((h.position, h.score) for h in idx.search(q, k=10, caller=CALLER)),
+        tuple(idx.select(q, CALLER, 2000)),
+    )
 
 
 def test_results_are_identical_thread_to_thread(big: ts.Index) -> None:

@@ -1,12 +1,16 @@
 """Type stubs of the Rust extension ``toolsift._core``."""
 
+from typing import final
+
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Index", "__version__", "_panic_for_tests", "tokenize"]
 __version__: str
 
 def tokenize(text: str) -> list[str]: ...
 
+@final
 class Index:
     def __new__(
         cls,

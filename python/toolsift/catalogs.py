@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import ToolsiftError
 from .registry import Catalog, Tool
@@ -47,8 +47,16 @@ def plain(doc: str, max_chars: int) -> str:
 class _Converter:
     """Input shape of an operation → JSON schema, two levels of nesting deep."""
 
-    SCALARS = {"string": "string", "blob": "string", "timestamp": "string", "boolean": "boolean",
-               "integer": "integer", "long": "integer", "float": "number", "double": "number"}
+    SCALARS: ClassVar[dict[str, str]] = {
+        "string": "string",
+        "blob": "string",
+        "timestamp": "string",
+        "boolean": "boolean",
+        "integer": "integer",
+        "long": "integer",
+        "float": "number",
+        "double": "number",
+    }
 
     def __init__(self, shapes: dict[str, Any]) -> None:
         self.shapes = shapes
@@ -86,13 +94,17 @@ def _service_tools(loader: Any, service: str) -> list[Tool]:
     convert = _Converter(model.get("shapes", {}))
     tools = []
     for op_name, op in sorted(model.get("operations", {}).items()):
-        params = convert.schema(op.get("input", {}).get("shape")) if "input" in op else {"type": "object", "properties": {}}
-        tools.append(Tool(
-            name=f"{service}__{op_name}",
-            description=plain(op.get("documentation", ""), 400),
-            parameters=params,
-            permissions=(f"aws:{service}",),
-        ))
+        params = (
+            convert.schema(op.get("input", {}).get("shape")) if "input" in op else {"type": "object", "properties": {}}
+        )
+        tools.append(
+            Tool(
+                name=f"{service}__{op_name}",
+                description=plain(op.get("documentation", ""), 400),
+                parameters=params,
+                permissions=(f"aws:{service}",),
+            )
+        )
     return tools
 
 

@@ -7,6 +7,7 @@ fall back to plain text otherwise.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -78,10 +79,12 @@ def demo(args: argparse.Namespace) -> int:
         f"(loaded in {t1 - t0:.1f} s); index: {stats['terms']:,} terms, {stats['postings']:,} postings, "
         f"built in {(t2 - t1) * 1e3:.0f} ms"
     )
-    print(f"caller holds {len(caller)} of {len(services)} service permissions; budget {args.budget} tokens, k={args.k}\n")
+    print(
+        f"caller holds {len(caller)} of {len(services)} service permissions; budget {args.budget} tokens, k={args.k}\n"
+    )
     rows = []
     for query in args.query or DEMO_QUERIES:
-        sel, us = _timed(lambda q=query: index.select(q, caller, args.budget, k=args.k), args.repeat)
+        sel, us = _timed(functools.partial(index.select, query, caller, args.budget, k=args.k), args.repeat)
         rows.append((query, sel, us))
     _print_demo(rows)
     return 0

@@ -130,7 +130,9 @@ class Index:
         positions, scores = self._core.search(_query(query), _caller(caller), _count("k", k))
         return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
 
-    def select(self, query: str, caller: Caller = None, budget: int | None = None, *, k: int | None = None) -> Selection:
+    def select(
+        self, query: str, caller: Caller = None, budget: int | None = None, *, k: int | None = None
+    ) -> Selection:
         """Core tools, then the best-ranked matching tools that fit in ``budget`` tokens.
 
         Candidates are taken in rank order; one that does not fit is skipped (see
@@ -152,5 +154,7 @@ def _query(query: object) -> str:
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:
     value = counter(tool.definition())
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
-        raise InvalidToolError(f"count_tokens returned {value!r}, not an int in [0, 2**32)", tool=tool.name, field="cost_tokens")
+        raise InvalidToolError(
+            f"count_tokens returned {value!r}, not an int in [0, 2**32)", tool=tool.name, field="cost_tokens"
+        )
     return value

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, overload
 
 from .errors import (
-    CatalogFormatError,
     DuplicateToolError,
     InvalidToolError,
     InvalidToolTypeError,
@@ -39,13 +38,17 @@ def _check_name(name: object) -> str:
 
 def _check_schema(name: str, schema: object) -> dict[str, Any]:
     if not isinstance(schema, Mapping):
-        raise SchemaError(f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters")
+        raise SchemaError(
+            f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters"
+        )
     try:
         copy: dict[str, Any] = json.loads(json.dumps(schema, allow_nan=False))
     except (TypeError, ValueError, RecursionError) as e:
         raise SchemaError(f"parameters are not valid JSON: {e}", tool=name, field="parameters") from None
     if copy.get("type", "object") != "object":
-        raise SchemaError(f"parameters must be an object schema, not type {copy['type']!r}", tool=name, field="parameters")
+        raise SchemaError(
+            f"parameters must be an object schema, not type {copy['type']!r}", tool=name, field="parameters"
+        )
     return copy
 
 
@@ -56,7 +59,9 @@ def _check_strings(name: str, field: str, value: object) -> tuple[str, ...]:
     out = tuple(items)
     for item in out:
         if not isinstance(item, str):
-            raise InvalidToolTypeError(f"{field} must hold strings, found {type(item).__name__}", tool=name, field=field)
+            raise InvalidToolTypeError(
+                f"{field} must hold strings, found {type(item).__name__}", tool=name, field=field
+            )
     return out
 
 
@@ -107,7 +112,9 @@ class Tool:
             raise InvalidToolTypeError("core must be True or False", tool=name, field="core")
         cost = self.cost_tokens
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int) or not 0 <= cost < 2**32):
-            raise InvalidToolError(f"cost_tokens must be an int in [0, 2**32), not {cost!r}", tool=name, field="cost_tokens")
+            raise InvalidToolError(
+                f"cost_tokens must be an int in [0, 2**32), not {cost!r}", tool=name, field="cost_tokens"
+            )
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
                 raise InvalidToolTypeError("annotations must be a mapping", tool=name, field="annotations")

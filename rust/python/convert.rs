@@ -17,10 +17,22 @@ pub fn hits<'py>(py: Python<'py>, hits: Vec<Hit>) -> HitArrays<'py> {
 }
 
 /// A packing as `(selected, num_core, used_tokens, dropped, core_over_budget)`.
-pub type PackingTuple<'py> = (Bound<'py, PyArray1<u32>>, usize, u64, Bound<'py, PyArray1<u32>>, bool);
+pub type PackingTuple<'py> = (
+    Bound<'py, PyArray1<u32>>,
+    usize,
+    u64,
+    Bound<'py, PyArray1<u32>>,
+    bool,
+);
 
 /// Converts a packing for Python.
 pub fn packing(py: Python<'_>, p: Packing) -> PackingTuple<'_> {
     let dropped: Vec<DocId> = p.dropped.iter().map(|&(d, _)| d).collect();
-    (p.selected.into_pyarray(py), p.num_core, p.used_tokens, dropped.into_pyarray(py), p.core_over_budget)
+    (
+        p.selected.into_pyarray(py),
+        p.num_core,
+        p.used_tokens,
+        dropped.into_pyarray(py),
+        p.core_over_budget,
+    )
 }

@@ -13,7 +13,10 @@ use crate::error::Error;
 /// Instantiates `toolsift.errors.<class>(message)`.
 fn raise(class: &str, message: String) -> PyErr {
     Python::attach(|py| {
-        let made = py.import("toolsift.errors").and_then(|m| m.getattr(class)).and_then(|c| c.call1((message.clone(),)));
+        let made = py
+            .import("toolsift.errors")
+            .and_then(|m| m.getattr(class))
+            .and_then(|c| c.call1((message.clone(),)));
         match made {
             Ok(exc) => PyErr::from_value(exc),
             Err(import_failed) => import_failed,
@@ -34,12 +37,13 @@ impl From<Error> for PyErr {
 
 /// Runs `work` with the GIL released; a panic inside becomes `InternalError`.
 pub fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-    py.detach(|| catch_unwind(AssertUnwindSafe(work))).map_err(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_string());
-        raise("InternalError", format!("toolsift core failed: {what}"))
-    })
+    py.detach(|| catch_unwind(AssertUnwindSafe(work)))
+        .map_err(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            raise("InternalError", format!("toolsift core failed: {what}"))
+        })
 }

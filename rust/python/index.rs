@@ -20,23 +20,45 @@ fn check_len(field: &'static str, got: usize, expected: usize) -> Result<(), Err
     if got == expected {
         Ok(())
     } else {
-        Err(Error::LengthMismatch { field, expected, got })
+        Err(Error::LengthMismatch {
+            field,
+            expected,
+            got,
+        })
     }
 }
 
 /// Builds the core index from column-major inputs (one list per field, one entry per tool).
-fn build(fields: &[Vec<String>], weights: &[f32], perms: &[Vec<String>], costs: &[u32], core: &[bool], params: Bm25Params) -> Result<Index, Error> {
+fn build(
+    fields: &[Vec<String>],
+    weights: &[f32],
+    perms: &[Vec<String>],
+    costs: &[u32],
+    core: &[bool],
+    params: Bm25Params,
+) -> Result<Index, Error> {
     let n = costs.len();
     check_len("weights", weights.len(), fields.len())?;
     check_len("perms", perms.len(), n)?;
     check_len("core", core.len(), n)?;
-    fields.iter().try_for_each(|f| check_len("fields", f.len(), n))?;
+    fields
+        .iter()
+        .try_for_each(|f| check_len("fields", f.len(), n))?;
     weights.iter().try_for_each(|&w| check_weight(w))?;
     let mut builder = IndexBuilder::new(params)?;
     for i in 0..n {
-        let texts: Vec<(&str, f32)> = fields.iter().zip(weights).map(|(f, &w)| (f[i].as_str(), w)).collect();
+        let texts: Vec<(&str, f32)> = fields
+            .iter()
+            .zip(weights)
+            .map(|(f, &w)| (f[i].as_str(), w))
+            .collect();
         let required: Vec<&str> = perms[i].iter().map(String::as_str).collect();
-        builder.add(&DocInput { fields: &texts, perms: &required, cost_tokens: costs[i], core: core[i] })?;
+        builder.add(&DocInput {
+            fields: &texts,
+            perms: &required,
+            cost_tokens: costs[i],
+            core: core[i],
+        })?;
     }
     Ok(builder.build())
 }
@@ -46,9 +68,29 @@ impl PyIndex {
     #[new]
     #[pyo3(signature = (fields, weights, perms, costs, core, k1 = 1.2, b = 0.75))]
     #[allow(clippy::too_many_arguments)]
-    fn new(py: Python<'_>, fields: Vec<Vec<String>>, weights: Vec<f32>, perms: Vec<Vec<String>>, costs: Vec<u32>, core: Vec<bool>, k1: f32, b: f32) -> PyResult<Self> {
-        let built = detached(py, || build(&fields, &weights, &perms, &costs, &core, Bm25Params { k1, b }))??;
-        Ok(PyIndex { inner: Arc::new(built) })
+    fn new(
+        py: Python<'_>,
+        fields: Vec<Vec<String>>,
+        weights: Vec<f32>,
+        perms: Vec<Vec<String>>,
+        costs: Vec<u32>,
+        core: Vec<bool>,
+        k1: f32,
+        b: f32,
+    ) -> PyResult<Self> {
+        let built = detached(py, || {
+            build(
+                &fields,
+                &weights,
+                &perms,
+                &costs,
+                &core,
+                Bm25Params { k1, b },
+            )
+        })??;
+        Ok(PyIndex {
+            inner: Arc::new(built),
+        })
     }
 
     fn __len__(&self) -> usize {
@@ -56,7 +98,13 @@ impl PyIndex {
     }
 
     /// `(positions, scores)` of the `k` best tools the caller may use, best first.
-    fn search<'py>(&self, py: Python<'py>, query: &str, caller: Vec<String>, k: usize) -> PyResult<HitArrays<'py>> {
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        caller: Vec<String>,
+        k: usize,
+    ) -> PyResult<HitArrays<'py>> {
         let idx = Arc::clone(&self.inner);
         let hits = detached(py, move || idx.search(query, &idx.caller(&caller), k))?;
         Ok(convert::hits(py, hits))
@@ -64,9 +112,18 @@ impl PyIndex {
 
     /// `(selected, num_core, used_tokens, dropped, core_over_budget)` of a budgeted selection.
     #[pyo3(signature = (query, caller, budget_tokens, max_taken = None))]
-    fn select<'py>(&self, py: Python<'py>, query: &str, caller: Vec<String>, budget_tokens: u64, max_taken: Option<usize>) -> PyResult<PackingTuple<'py>> {
+    fn select<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        caller: Vec<String>,
+        budget_tokens: u64,
+        max_taken: Option<usize>,
+    ) -> PyResult<PackingTuple<'py>> {
         let idx = Arc::clone(&self.inner);
-        let packing = detached(py, move || idx.select(query, &idx.caller(&caller), budget_tokens, max_taken))?;
+        let packing = detached(py, move || {
+            idx.select(query, &idx.caller(&caller), budget_tokens, max_taken)
+        })?;
         Ok(convert::packing(py, packing))
     }
 
@@ -80,7 +137,9 @@ impl PyIndex {
         if (position as usize) < self.inner.len() {
             Ok(self.inner.cost(position))
         } else {
-            Err(pyo3::exceptions::PyIndexError::new_err(format!("no tool at position {position}")))
+            Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "no tool at position {position}"
+            )))
         }
     }
 

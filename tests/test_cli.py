@@ -1,0 +1,51 @@
+"""The command line: `toolsift search` on a catalog file and `toolsift demo` on the AWS catalog."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import toolsift as ts
+from toolsift.cli import main
+
+
+@pytest.fixture
+def catalog_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.jsonl"
+    ts.Catalog(
+        [
+            ts.Tool("search_help", "Search the help center articles", core=True),
+            ts.Tool("order_status", "Get the shipping status of an order", permissions="orders.read"),
+            ts.Tool("issue_refund", "Refund a customer order payment", permissions="billing.refund"),
+        ]
+    ).save(path)
+    return path
+
+
+def test_search_prints_the_selection_for_the_caller(catalog_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", str(catalog_file), "refund my order", "--caller", "orders.read"]) == 0
+    assert capsys.readouterr().out.split() == ["search_help", "order_status"]
+    assert (
+        main(["search", str(catalog_file), "refund my order", "--caller", "billing.refund", "--format", "anthropic"])
+        == 0
+    )
+    assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["search_help", "issue_refund"]
+
+
+def test_search_reports_a_bad_catalog_as_an_error_not_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"name": "a"}, {"name": "a"}]')
+    run = subprocess.run([sys.executable, "-m", "toolsift", "search", str(bad), "x"], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "duplicate name" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_demo_indexes_the_aws_catalog_and_selects_for_a_request(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("botocore")
+    assert main(["demo", "--repeat", "1", "invoke a lambda function"]) == 0
+    out = capsys.readouterr().out
+    assert "AWS operations" in out and "lambda__Invoke" in out

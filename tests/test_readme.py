@@ -1,0 +1,25 @@
+"""The README's quickstart runs as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_quickstart_runs() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quickstart", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code, "README has no python block under '## Quickstart'"
+    assert len(code.group(1).strip().splitlines()) <= 15
+    exec(compile(code.group(1), str(README), "exec"), {})
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    text = README.read_text(encoding="utf-8")
+    command = re.search(r"<!-- test-command -->\n```sh\n(.*?)\n```", text, re.S)
+    assert command, "README has no marked test command"
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert command.group(1).strip() in ci
