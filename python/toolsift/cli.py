@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from .catalogs import Progress, aws_catalog
@@ -122,6 +123,31 @@ def search(args: argparse.Namespace) -> int:
     return 0
 
 
+def evaluate(args: argparse.Namespace) -> int:
+    """Score toolsift and the baselines on a labelled dataset."""
+    from . import eval as ev
+
+    if args.dataset == "bfcl":
+        dataset = ev.load_bfcl()
+    elif args.tools and args.queries:
+        dataset = ev.load_files(args.tools, args.queries)
+    else:
+        raise ToolsiftError("give --dataset bfcl, or both --tools FILE and --queries FILE")
+    makers = {"toolsift": ev.toolsift_system, **ev.BASELINES}
+    results = []
+    for name in args.systems:
+        system = makers[name](dataset)
+        if system is None:
+            print(f"skipping {name}: its package is not installed (pip install '.[eval]')", file=sys.stderr)
+            continue
+        with _progress(f"Evaluating {name}") as progress:
+            results.append(ev.evaluate(system, dataset, budget=args.budget, progress=lambda d, t: progress(d, t, "")))
+    print(ev.markdown(results, dataset))
+    if args.json:
+        Path(args.json).write_text(ev.to_json(results, dataset), encoding="utf-8")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -140,6 +166,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-k", type=int, default=10, help="most tools selected (default 10)")
     s.add_argument("--format", choices=("names", "openai", "anthropic", "mcp"), default="names")
     s.set_defaults(run=search)
+    e = sub.add_parser("eval", help="score retrieval on a labelled dataset, with baselines side by side")
+    e.add_argument("--dataset", choices=("bfcl",), help="a public benchmark (downloaded once into the cache)")
+    e.add_argument("--tools", help="catalog file (with --queries)")
+    e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?}')
+    e.add_argument(
+        "--systems", nargs="+", default=["toolsift", "bm25s", "rank_bm25"], choices=("toolsift", "bm25s", "rank_bm25")
+    )
+    e.add_argument("--budget", type=int, default=2000, help="token budget for the selection figures (default 2000)")
+    e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    e.set_defaults(run=evaluate)
     return parser
 
 

@@ -1,0 +1,22 @@
+"""Evaluation of tool retrieval: datasets, metrics, systems and the runner behind ``toolsift eval``."""
+
+from .datasets import Dataset, LabelledQuery, load_bfcl, load_files
+from .metrics import METRICS, score_query
+from .runner import Result, evaluate, markdown, to_json
+from .systems import BASELINES, System, toolsift_system
+
+__all__ = [
+    "BASELINES",
+    "METRICS",
+    "Dataset",
+    "LabelledQuery",
+    "Result",
+    "System",
+    "evaluate",
+    "load_bfcl",
+    "load_files",
+    "markdown",
+    "score_query",
+    "to_json",
+    "toolsift_system",
+]

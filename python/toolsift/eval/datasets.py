@@ -1,0 +1,171 @@
+"""Labelled tool-retrieval datasets: a catalog plus queries that name the tools they need.
+
+* :func:`load_files`: any ``tools.jsonl`` (any shape :meth:`Catalog.from_file` reads) with a
+  ``queries.jsonl`` of ``{"id", "query", "relevant": [tool names], "category"?}`` lines.
+* :func:`load_bfcl`: the Berkeley Function Calling Leaderboard, from the data files inside the
+  ``bfcl-eval`` wheel on PyPI. The wheel is downloaded once (``pip download --no-deps``, nothing is
+  installed) into toolsift's cache directory. Every distinct function definition of the
+  single-turn categories and every multi-turn API function is pooled into one catalog; each
+  single-turn question is a query whose relevant tools are the functions its ground truth calls.
+  A function name defined differently by different questions is kept once per definition (the
+  later ones named ``name#2``, ``name#3``...); all definitions of a name carry that name as their
+  label, so retrieving any of them finds the function.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalogs import cache_dir
+from ..errors import CatalogFormatError, ToolsiftError
+from ..registry import Catalog, Tool
+
+BFCL_VERSION = "2026.3.23"
+BFCL_SINGLE_TURN = (
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    """A query and the names of the tools it needs."""
+
+    id: str
+    text: str
+    relevant: tuple[str, ...]
+    category: str = "all"
+    history: tuple[str, ...] = ()
+    """Earlier user turns of the conversation, oldest first (may be empty)."""
+
+
+@dataclass
+class Dataset:
+    """A catalog and its labelled queries."""
+
+    name: str
+    catalog: Catalog
+    queries: list[LabelledQuery] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    """Tool name → the label queries use for it, where they differ (variants of one function)."""
+
+    def label(self, tool_name: str) -> str:
+        """The label that relevance judgements use for ``tool_name``."""
+        return self.labels.get(tool_name, tool_name)
+
+    def categories(self) -> list[str]:
+        """Categories in first-seen order."""
+        return list(dict.fromkeys(q.category for q in self.queries))
+
+
+def load_files(tools: str | Path, queries: str | Path) -> Dataset:
+    """A dataset from a catalog file and a queries JSONL file."""
+    catalog = Catalog.from_file(tools)
+    out = []
+    for n, line in enumerate(Path(queries).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            q = LabelledQuery(str(row.get("id", n)), row["query"], tuple(row["relevant"]), row.get("category", "all"))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise CatalogFormatError(f"{queries}: line {n} is not a labelled query ({e})") from None
+        unknown = [r for r in q.relevant if catalog.get(r) is None]
+        if unknown:
+            raise CatalogFormatError(f"{queries}: line {n} names tools not in the catalog: {unknown}")
+        out.append(q)
+    return Dataset(Path(tools).stem, catalog, out)
+
+
+def _bfcl_wheel() -> Path:
+    folder = cache_dir() / "bfcl"
+    found = sorted(folder.glob(f"bfcl_eval-{BFCL_VERSION}-*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(folder)]
+    run = subprocess.run([*cmd, f"bfcl-eval=={BFCL_VERSION}"], capture_output=True, text=True)
+    found = sorted(folder.glob(f"bfcl_eval-{BFCL_VERSION}-*.whl"))
+    if run.returncode != 0 or not found:
+        raise ToolsiftError(f"could not download bfcl-eval=={BFCL_VERSION} from PyPI: {run.stderr.strip()[-500:]}")
+    return found[0]
+
+
+def _jsonl(z: zipfile.ZipFile, name: str) -> Iterator[dict[str, Any]]:
+    for line in z.read(f"bfcl_eval/data/{name}").decode("utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _object_types(schema: Any) -> Any:
+    """BFCL writes ``"type": "dict"`` for JSON-schema objects; map it to ``"object"``."""
+    if isinstance(schema, dict):
+        return {k: ("object" if k == "type" and v == "dict" else _object_types(v)) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_object_types(v) for v in schema]
+    return schema
+
+
+class _Pool:
+    """Distinct function definitions, each under a unique tool name."""
+
+    def __init__(self) -> None:
+        self.by_definition: dict[str, str] = {}
+        self.tools: list[Tool] = []
+        self.names: set[str] = set()
+
+    def add(self, fn: dict[str, Any]) -> str:
+        key = json.dumps(fn, sort_keys=True)
+        if key in self.by_definition:
+            return self.by_definition[key]
+        name, n = str(fn["name"]), 1
+        while name in self.names:
+            n += 1
+            name = f"{fn['name']}#{n}"
+        params = _object_types(fn.get("parameters") or {"type": "object", "properties": {}})
+        self.tools.append(Tool(name, fn.get("description", ""), params))
+        self.names.add(name)
+        self.by_definition[key] = name
+        return name
+
+
+def _user_text(question: Iterable[Any]) -> str:
+    turns = [m["content"] for turn in question for m in turn if m.get("role") == "user" and m.get("content")]
+    return "\n".join(turns)
+
+
+def load_bfcl(categories: Iterable[str] = BFCL_SINGLE_TURN) -> Dataset:
+    """The pooled BFCL catalog with the questions of ``categories`` as queries."""
+    pool = _Pool()
+    queries = []
+    with zipfile.ZipFile(_bfcl_wheel()) as z:
+        for category in BFCL_SINGLE_TURN:
+            answers = {a["id"]: a["ground_truth"] for a in _jsonl(z, f"possible_answer/BFCL_v4_{category}.json")}
+            for item in _jsonl(z, f"BFCL_v4_{category}.json"):
+                for fn in item["function"]:
+                    pool.add(fn)
+                if category not in categories:
+                    continue
+                needed = dict.fromkeys(name for call in answers[item["id"]] for name in call)
+                queries.append(LabelledQuery(item["id"], _user_text(item["question"]), tuple(needed), category))
+        docs = sorted(n for n in z.namelist() if n.startswith("bfcl_eval/data/multi_turn_func_doc/"))
+        for doc in docs:
+            for fn in _jsonl(z, doc.removeprefix("bfcl_eval/data/")):
+                pool.add({k: v for k, v in fn.items() if k in ("name", "description", "parameters")})
+    labels = {t.name: t.name.split("#")[0] for t in pool.tools if "#" in t.name}
+    return Dataset("bfcl", Catalog(pool.tools), queries, labels)

@@ -1,0 +1,117 @@
+"""Runs systems over a dataset and reports metrics, per category and overall, with latency."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .datasets import Dataset
+from .metrics import METRICS, score_query
+from .systems import System
+
+DEPTH = 100
+"""How many results each system returns per query (MRR looks this deep)."""
+
+
+@dataclass
+class Result:
+    """Metrics of one system on one dataset."""
+
+    system: str
+    overall: dict[str, float]
+    by_category: dict[str, dict[str, float]]
+    latency_us: dict[str, float]
+    selection: dict[str, float] = field(default_factory=dict)
+    """Budgeted selection figures (toolsift only): tokens per turn and recall within it."""
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {m: float(np.mean([r[m] for r in rows])) if rows else 0.0 for m in METRICS}
+
+
+def evaluate(
+    system: System,
+    dataset: Dataset,
+    *,
+    budget: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Result:
+    """Ranks every query of ``dataset`` with ``system`` and scores the rankings."""
+    rows, times, cats = [], [], []
+    for i, q in enumerate(dataset.queries):
+        t0 = time.perf_counter_ns()
+        ranked = system.rank(q, DEPTH)
+        times.append((time.perf_counter_ns() - t0) / 1e3)
+        ranked = [dataset.label(name) for name in ranked]
+        rows.append(score_query(ranked, q.relevant))
+        cats.append(q.category)
+        if progress:
+            progress(i + 1, len(dataset.queries))
+    by_category = {c: _mean([r for r, rc in zip(rows, cats, strict=True) if rc == c]) for c in dataset.categories()}
+    latency = {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99))} if times else {}
+    result = Result(system.name, _mean(rows), by_category, latency)
+    if budget is not None and system.index is not None:
+        result.selection = _selection(system, dataset, budget)
+    return result
+
+
+def _selection(system: System, dataset: Dataset, budget: int) -> dict[str, float]:
+    index = system.index
+    assert index is not None
+    tokens, recall = [], []
+    for q in dataset.queries:
+        sel = index.select(q.text, budget=budget)
+        tokens.append(sel.tokens)
+        recall.append(len({dataset.label(n) for n in sel.names} & set(q.relevant)) / len(q.relevant))
+    total = sum(index.cost(i) for i in range(len(index)))
+    return {
+        "budget": budget,
+        "tokens_per_turn": float(np.mean(tokens)),
+        "recall": float(np.mean(recall)),
+        "all_tools_tokens": total,
+    }
+
+
+def markdown(results: Sequence[Result], dataset: Dataset) -> str:
+    """The results as Markdown tables: overall metrics with latency, then nDCG@10 per category."""
+    head = ["system", *METRICS, "p50 µs", "p99 µs"]
+    lines = [f"Dataset `{dataset.name}`: {len(dataset.catalog):,} tools, {len(dataset.queries):,} queries", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        cells = [f"{r.overall[m]:.3f}" for m in METRICS] + [
+            f"{r.latency_us.get('p50', 0):.0f}",
+            f"{r.latency_us.get('p99', 0):.0f}",
+        ]
+        lines.append("| " + " | ".join([r.system, *cells]) + " |")
+    cats = dataset.categories()
+    if len(cats) > 1:
+        lines += [
+            "",
+            "nDCG@10 by category:",
+            "",
+            "| system | " + " | ".join(cats) + " |",
+            "|" + "---|" * (len(cats) + 1),
+        ]
+        for r in results:
+            lines.append("| " + " | ".join([r.system] + [f"{r.by_category[c]['nDCG@10']:.3f}" for c in cats]) + " |")
+    for r in results:
+        if r.selection:
+            s = r.selection
+            lines += [
+                "",
+                f"{r.system} select(budget={s['budget']:.0f}): {s['tokens_per_turn']:.0f} tokens per turn "
+                f"(all tools: {s['all_tools_tokens']:,.0f}), recall of the needed tools {s['recall']:.3f}",
+            ]
+    return "\n".join(lines)
+
+
+def to_json(results: Sequence[Result], dataset: Dataset) -> str:
+    """The results as JSON."""
+    payload: dict[str, Any] = {"dataset": dataset.name, "tools": len(dataset.catalog), "queries": len(dataset.queries)}
+    payload["results"] = [r.__dict__ for r in results]
+    return json.dumps(payload, indent=2)

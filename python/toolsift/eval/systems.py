@@ -1,0 +1,84 @@
+"""Retrieval systems compared by the evaluation: toolsift and public baselines.
+
+A system is built once per dataset and then maps a query to tool names, best first. Baselines see
+the same text per tool as toolsift indexes (name, description, parameter text) and use their
+libraries' own tokenizers and defaults; each is skipped when its package is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..index import Index
+from ..text import schema_text
+from .datasets import Dataset, LabelledQuery
+
+Ranker = Callable[[LabelledQuery, int], list[str]]
+
+
+@dataclass
+class System:
+    """A named ranker over one dataset's catalog."""
+
+    name: str
+    rank: Ranker
+    index: Index | None = None
+    """The toolsift index behind the system, when there is one (for budgeted selections)."""
+
+
+def _corpus(dataset: Dataset) -> list[str]:
+    return [f"{t.name} {t.description} {schema_text(t.parameters)}" for t in dataset.catalog]
+
+
+def toolsift_system(dataset: Dataset, **index_options: Any) -> System:
+    """toolsift's lexical index with default (or given) options."""
+    index = Index(dataset.catalog, **index_options)
+
+    def rank(q: LabelledQuery, k: int) -> list[str]:
+        return [h.tool.name for h in index.search(q.text, k=k)]
+
+    return System("toolsift", rank, index)
+
+
+def bm25s_system(dataset: Dataset) -> System | None:
+    """bm25s with English stop words (its documented default usage)."""
+    try:
+        import bm25s
+    except ImportError:
+        return None
+    names = dataset.catalog.names
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(_corpus(dataset), stopwords="en", show_progress=False), show_progress=False)
+
+    def rank(q: LabelledQuery, k: int) -> list[str]:
+        tokens = bm25s.tokenize([q.text], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return []
+        docs, scores = retriever.retrieve(tokens, k=min(k, len(names)), show_progress=False)
+        return [names[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    return System("bm25s", rank)
+
+
+def rank_bm25_system(dataset: Dataset) -> System | None:
+    """rank_bm25's BM25Okapi over lower-cased whitespace tokens (its README usage)."""
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError:
+        return None
+    names = dataset.catalog.names
+    bm25 = BM25Okapi([text.lower().split() for text in _corpus(dataset)])
+
+    def rank(q: LabelledQuery, k: int) -> list[str]:
+        scores = bm25.get_scores(q.text.lower().split())
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [names[int(i)] for i in top if scores[i] > 0]
+
+    return System("rank_bm25", rank)
+
+
+BASELINES: dict[str, Callable[[Dataset], System | None]] = {"bm25s": bm25s_system, "rank_bm25": rank_bm25_system}
