@@ -1,61 +1,92 @@
-//! Okapi BM25 with field-weighted term frequencies (the "simple BM25F" of Robertson et al.).
+//! BM25F: Okapi BM25 over a document made of weighted fields, each length-normalised on its own
+//! (Zaragoza, Craswell, Taylor, Saria and Robertson, "Microsoft Cambridge at TREC-13", 2004).
 //!
-//! A tool's text comes in fields (name, description, parameters, examples, search-only text), each
-//! with a weight `w_f`. The weighted frequency of term `t` in tool `d` is `tf = Σ_f w_f · tf_f(t, d)`
-//! and the tool's length is `|d| = Σ_f w_f · |d_f|`. With `N` tools and `df` of them containing `t`:
+//! A tool's text comes in fields (name, description, parameters, examples, search-only text); field
+//! `f` has a weight `w_f` and a length normalisation `b_f`. With `tf_f(t, d)` the frequency of term
+//! `t` in field `f` of tool `d`, `|d_f|` that field's length and `avg_f` its mean over the catalog,
+//! the pseudo-frequency and the score of a tool for a query `q` over a catalog of `N` tools, `df(t)`
+//! of which contain `t`, are
 //!
 //! ```text
-//! idf(t)      = ln(1 + (N − df + 0.5) / (df + 0.5))
-//! score(t, d) = idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl))
+//! tf~(t, d)  = Σ_f  w_f · tf_f(t, d) / (1 − b_f + b_f · |d_f| / avg_f)
+//! idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//! score(q, d) = Σ_{t ∈ q}  idf(t) · tf~(t, d) · (k1 + 1) / (tf~(t, d) + k1)
 //! ```
 //!
-//! A query scores the sum over its tokens (a repeated token counts each time). The `+1` inside the
-//! logarithm keeps every idf positive, so any matching tool scores above zero.
+//! A repeated query token counts each time. `tf~` depends only on the tool, so it is computed at
+//! build time and stored in the postings; a query costs one multiply-add per posting. The `+1`
+//! inside the logarithm keeps every idf positive, so any matching tool scores above zero.
 
 use crate::error::{Error, Result};
 
-/// BM25 parameters.
+/// Weight and length normalisation of one field.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bm25Params {
-    /// Term-frequency saturation (≥ 0).
-    pub k1: f32,
-    /// Length normalisation, in [0, 1].
+pub struct FieldParams {
+    /// Multiplies the field's term frequencies (≥ 0; 0 leaves the field out).
+    pub weight: f32,
+    /// Length normalisation of the field, in [0, 1].
     pub b: f32,
 }
 
+/// BM25F parameters: the saturation `k1` and one [`FieldParams`] per field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation (≥ 0).
+    pub k1: f32,
+    /// Parameters of each field, in the order documents give their fields.
+    pub fields: Vec<FieldParams>,
+}
+
 impl Default for Bm25Params {
+    /// Classic BM25 over a single field: k1 = 1.2, b = 0.75.
     fn default() -> Self {
-        Bm25Params { k1: 1.2, b: 0.75 }
+        Bm25Params {
+            k1: 1.2,
+            fields: vec![FieldParams {
+                weight: 1.0,
+                b: 0.75,
+            }],
+        }
     }
 }
 
+fn invalid(name: &'static str, reason: String) -> Error {
+    Error::InvalidParameter { name, reason }
+}
+
 impl Bm25Params {
-    /// Checks that both parameters are in their domain.
+    /// Checks every parameter is in its domain.
     pub fn validate(&self) -> Result<()> {
         if !(self.k1.is_finite() && self.k1 >= 0.0) {
-            return Err(Error::InvalidParameter {
-                name: "k1",
-                reason: format!("{} is not a finite number ≥ 0", self.k1),
-            });
+            return Err(invalid(
+                "k1",
+                format!("{} is not a finite number ≥ 0", self.k1),
+            ));
         }
-        if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
-            return Err(Error::InvalidParameter {
-                name: "b",
-                reason: format!("{} is not in [0, 1]", self.b),
-            });
+        for f in &self.fields {
+            if !(f.weight.is_finite() && f.weight >= 0.0) {
+                return Err(invalid(
+                    "field weight",
+                    format!("{} is not a finite number ≥ 0", f.weight),
+                ));
+            }
+            if !(f.b.is_finite() && (0.0..=1.0).contains(&f.b)) {
+                return Err(invalid("b", format!("{} is not in [0, 1]", f.b)));
+            }
         }
         Ok(())
     }
 
-    /// The per-document denominator term `k1 · (1 − b + b · len / avg_len)`.
-    pub fn length_norm(&self, len: f32, avg_len: f32) -> f32 {
-        let ratio = if avg_len > 0.0 { len / avg_len } else { 0.0 };
-        self.k1 * (1.0 - self.b + self.b * ratio)
+    /// Contribution of `count` occurrences in field `f` of length `len` (mean `avg`) to `tf~`.
+    pub fn field_tf(&self, f: usize, count: f32, len: f32, avg: f32) -> f32 {
+        let p = self.fields[f];
+        let ratio = if avg > 0.0 { len / avg } else { 0.0 };
+        p.weight * count / (1.0 - p.b + p.b * ratio)
     }
 
-    /// Score contribution of one posting, given the document's [`length_norm`](Self::length_norm).
-    pub fn score(&self, idf: f32, tf: f32, norm: f32) -> f32 {
-        idf * tf * (self.k1 + 1.0) / (tf + norm)
+    /// Score of one posting with pseudo-frequency `tf` for a query term of weight `idf · qtf`.
+    pub fn score(&self, weight: f32, tf: f32) -> f32 {
+        weight * tf * (self.k1 + 1.0) / (tf + self.k1)
     }
 }
 
@@ -76,23 +107,45 @@ mod tests {
     }
 
     #[test]
-    fn score_saturates_with_tf_and_falls_with_length() {
+    fn longer_fields_weigh_each_occurrence_less() {
         let p = Bm25Params::default();
-        let short = p.length_norm(5.0, 10.0);
-        let long = p.length_norm(20.0, 10.0);
-        assert!(p.score(1.0, 1.0, short) > p.score(1.0, 1.0, long));
-        assert!(p.score(1.0, 2.0, short) < 2.0 * p.score(1.0, 1.0, short));
+        assert!(p.field_tf(0, 1.0, 5.0, 10.0) > p.field_tf(0, 1.0, 20.0, 10.0));
+    }
+
+    #[test]
+    fn score_saturates_with_tf() {
+        let p = Bm25Params::default();
+        assert!(p.score(1.0, 2.0) < 2.0 * p.score(1.0, 1.0));
+        assert!(p.score(1.0, 1000.0) < p.k1 + 1.0);
+    }
+
+    #[test]
+    fn weights_multiply_and_b_zero_ignores_length() {
+        let p = Bm25Params {
+            k1: 1.2,
+            fields: vec![FieldParams {
+                weight: 3.0,
+                b: 0.0,
+            }],
+        };
+        assert_eq!(p.field_tf(0, 2.0, 50.0, 10.0), 6.0);
     }
 
     #[test]
     fn out_of_domain_parameters_are_refused() {
+        let field = |weight, b| Bm25Params {
+            k1: 1.2,
+            fields: vec![FieldParams { weight, b }],
+        };
         assert!(Bm25Params {
             k1: f32::NAN,
-            b: 0.5
+            ..Bm25Params::default()
         }
         .validate()
         .is_err());
-        assert!(Bm25Params { k1: 1.0, b: 1.5 }.validate().is_err());
+        assert!(field(1.0, 1.5).validate().is_err());
+        assert!(field(-1.0, 0.5).validate().is_err());
+        assert!(field(f32::INFINITY, 0.5).validate().is_err());
         assert!(Bm25Params::default().validate().is_ok());
     }
 }

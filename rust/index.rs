@@ -1,11 +1,11 @@
 //! The index: tools in, ranked and budgeted selections out.
 //!
-//! [`IndexBuilder`] takes tools in registry order, each as weighted text fields, the permissions it
-//! requires, its token cost and its core flag, and builds an immutable [`Index`]. A query is scored
-//! term at a time over the postings of its tokens, and **a posting of a tool the caller may not use
-//! is skipped before any score is computed**: such a tool is never scored, ranked, counted toward
-//! the budget or returned. Corpus statistics (N, document frequencies, average length) are those of
-//! the whole catalog.
+//! [`IndexBuilder`] takes tools in registry order, each as text fields (scored with BM25F, see
+//! [`crate::bm25`]), the permissions it requires, its token cost and its core flag, and builds an
+//! immutable [`Index`]. A query is scored term at a time over the postings of its tokens, and **a
+//! posting of a tool the caller may not use is skipped before any score is computed**: such a tool
+//! is never scored, ranked, counted toward the budget or returned. Corpus statistics (N, document
+//! frequencies, average field lengths) are those of the whole catalog.
 
 use std::collections::HashMap;
 
@@ -21,8 +21,8 @@ use crate::vocab::{TermId, Vocab};
 /// One tool as the builder sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct DocInput<'a> {
-    /// Text fields with their weights (a weight of 0 leaves the field out).
-    pub fields: &'a [(&'a str, f32)],
+    /// Text of each field, in the order of [`Bm25Params::fields`].
+    pub fields: &'a [&'a str],
     /// Permissions the tool requires; empty for a public tool.
     pub perms: &'a [&'a str],
     /// Tokens its definition costs in a prompt.
@@ -32,57 +32,77 @@ pub struct DocInput<'a> {
 }
 
 /// Builds an [`Index`] from tools added in registry order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct IndexBuilder {
     params: Bm25Params,
     vocab: Vocab,
-    postings: PostingsBuilder,
+    /// `(term, field, count)` of every tool, flat; tool `d` owns `counts[ends[d-1]..ends[d]]`.
+    counts: Vec<(TermId, u16, f32)>,
+    ends: Vec<usize>,
+    /// Field lengths in tokens, `fields.len()` per tool.
     lens: Vec<f32>,
     costs: Vec<u32>,
     core: Vec<DocId>,
     perms: PermissionTable,
     tokens: Vec<String>,
+    seen: HashMap<TermId, usize>,
 }
 
 impl IndexBuilder {
-    /// A builder scoring with `params`.
+    /// A builder scoring with `params` (one entry per field).
     pub fn new(params: Bm25Params) -> Result<Self> {
         params.validate()?;
+        if params.fields.len() > usize::from(u16::MAX) {
+            return Err(Error::InvalidParameter {
+                name: "fields",
+                reason: "too many fields".into(),
+            });
+        }
         Ok(IndexBuilder {
             params,
-            ..IndexBuilder::default()
+            vocab: Vocab::default(),
+            counts: Vec::new(),
+            ends: Vec::new(),
+            lens: Vec::new(),
+            costs: Vec::new(),
+            core: Vec::new(),
+            perms: PermissionTable::default(),
+            tokens: Vec::new(),
+            seen: HashMap::new(),
         })
     }
 
     /// Adds the next tool and returns its registry position.
     pub fn add(&mut self, doc: &DocInput<'_>) -> Result<DocId> {
-        let id = DocId::try_from(self.lens.len()).map_err(|_| Error::TooManyTools {
+        let expected = self.params.fields.len();
+        if doc.fields.len() != expected {
+            return Err(Error::LengthMismatch {
+                field: "fields",
+                expected,
+                got: doc.fields.len(),
+            });
+        }
+        let id = DocId::try_from(self.ends.len()).map_err(|_| Error::TooManyTools {
             max: DocId::MAX as usize,
         })?;
-        let mut tf: HashMap<TermId, f32> = HashMap::new();
-        let mut order: Vec<TermId> = Vec::new();
-        let mut len = 0f32;
-        for &(text, weight) in doc.fields {
-            check_weight(weight)?;
-            if weight == 0.0 {
-                continue;
-            }
+        for (f, text) in doc.fields.iter().enumerate() {
             self.tokens.clear();
-            tokenize_into(text, &mut self.tokens);
+            if self.params.fields[f].weight > 0.0 {
+                tokenize_into(text, &mut self.tokens);
+            }
+            self.lens.push(self.tokens.len() as f32);
+            self.seen.clear();
             for token in &self.tokens {
                 let term = self.vocab.intern(token);
-                let slot = tf.entry(term).or_insert_with(|| {
-                    order.push(term);
-                    0.0
-                });
-                *slot += weight;
-                len += weight;
+                let next = self.counts.len();
+                let at = *self.seen.entry(term).or_insert(next);
+                if at == next {
+                    self.counts.push((term, f as u16, 0.0));
+                }
+                self.counts[at].2 += 1.0;
             }
         }
-        for term in order {
-            self.postings.push(term, id, tf[&term]);
-        }
-        self.lens.push(len);
+        self.ends.push(self.counts.len());
         self.costs.push(doc.cost_tokens);
         self.perms.push_doc(doc.perms);
         if doc.core {
@@ -91,43 +111,50 @@ impl IndexBuilder {
         Ok(id)
     }
 
+    /// Mean length of each field over the catalog.
+    fn average_lengths(&self) -> Vec<f32> {
+        let nf = self.params.fields.len();
+        let n = self.ends.len().max(1) as f32;
+        (0..nf)
+            .map(|f| self.lens.iter().skip(f).step_by(nf.max(1)).sum::<f32>() / n)
+            .collect()
+    }
+
     /// Freezes the builder into an immutable index.
     pub fn build(self) -> Index {
-        let n = self.lens.len();
-        let avg_len = if n == 0 {
-            0.0
-        } else {
-            self.lens.iter().sum::<f32>() / n as f32
-        };
-        let norms = self
-            .lens
-            .iter()
-            .map(|&l| self.params.length_norm(l, avg_len))
-            .collect();
+        let (n, nf) = (self.ends.len(), self.params.fields.len());
+        let avg = self.average_lengths();
+        let mut acc = vec![0f32; self.vocab.len()];
+        let mut order: Vec<TermId> = Vec::new();
+        let mut postings = PostingsBuilder::default();
+        let mut start = 0;
+        for (d, &end) in self.ends.iter().enumerate() {
+            for &(term, f, count) in &self.counts[start..end] {
+                let f = usize::from(f);
+                let slot = &mut acc[term as usize];
+                if *slot == 0.0 {
+                    order.push(term);
+                }
+                *slot += self
+                    .params
+                    .field_tf(f, count, self.lens[d * nf + f], avg[f]);
+            }
+            for term in order.drain(..) {
+                postings.push(term, d as DocId, std::mem::take(&mut acc[term as usize]));
+            }
+            start = end;
+        }
         let mut is_core = vec![false; n];
         self.core.iter().for_each(|&d| is_core[d as usize] = true);
         Index {
             params: self.params,
             vocab: self.vocab,
-            postings: self.postings.build(),
-            norms,
+            postings: postings.build(),
             costs: self.costs,
             core: self.core,
             is_core,
             perms: self.perms,
         }
-    }
-}
-
-/// Refuses a NaN, infinite or negative field weight.
-pub fn check_weight(w: f32) -> Result<()> {
-    if w.is_finite() && w >= 0.0 {
-        Ok(())
-    } else {
-        Err(Error::InvalidParameter {
-            name: "field weight",
-            reason: format!("{w} is not a finite number ≥ 0"),
-        })
     }
 }
 
@@ -137,7 +164,6 @@ pub struct Index {
     params: Bm25Params,
     vocab: Vocab,
     postings: Postings,
-    norms: Vec<f32>,
     costs: Vec<u32>,
     core: Vec<DocId>,
     is_core: Vec<bool>,
@@ -147,12 +173,12 @@ pub struct Index {
 impl Index {
     /// Number of tools.
     pub fn len(&self) -> usize {
-        self.norms.len()
+        self.costs.len()
     }
 
     /// True for an empty catalog.
     pub fn is_empty(&self) -> bool {
-        self.norms.is_empty()
+        self.costs.is_empty()
     }
 
     /// Distinct terms in the dictionary.
@@ -217,7 +243,7 @@ impl Index {
                 if *slot == 0.0 {
                     touched.push(doc);
                 }
-                *slot += self.params.score(weight, tf, self.norms[doc as usize]);
+                *slot += self.params.score(weight, tf);
             }
         }
         touched
@@ -276,6 +302,7 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bm25::FieldParams;
 
     /// The six-tool support catalog; each tool costs (len(name) + len(desc) + 300) / 4 + 1 tokens.
     fn support() -> Index {
@@ -312,12 +339,22 @@ mod tests {
                 false,
             ),
         ];
-        let mut b = IndexBuilder::new(Bm25Params::default()).unwrap();
+        let fields = vec![
+            FieldParams {
+                weight: 2.0,
+                b: 0.75,
+            },
+            FieldParams {
+                weight: 1.0,
+                b: 0.75,
+            },
+        ];
+        let mut b = IndexBuilder::new(Bm25Params { k1: 1.2, fields }).unwrap();
         for (name, desc, perm, core) in tools {
             let perms: Vec<&str> = if perm.is_empty() { vec![] } else { vec![perm] };
             let cost = ((name.len() + desc.len() + 300) / 4 + 1) as u32;
             b.add(&DocInput {
-                fields: &[(name, 2.0), (desc, 1.0)],
+                fields: &[name, desc],
                 perms: &perms,
                 cost_tokens: cost,
                 core,
@@ -369,14 +406,25 @@ mod tests {
     }
 
     #[test]
-    fn negative_or_nan_weights_are_refused() {
+    fn out_of_domain_parameters_and_wrong_field_counts_are_refused() {
+        let nan = Bm25Params {
+            k1: 1.2,
+            fields: vec![FieldParams {
+                weight: f32::NAN,
+                b: 0.5,
+            }],
+        };
+        assert!(matches!(
+            IndexBuilder::new(nan),
+            Err(Error::InvalidParameter { .. })
+        ));
         let mut b = IndexBuilder::new(Bm25Params::default()).unwrap();
         let doc = DocInput {
-            fields: &[("x", f32::NAN)],
+            fields: &["a", "b"],
             perms: &[],
             cost_tokens: 1,
             core: false,
         };
-        assert!(matches!(b.add(&doc), Err(Error::InvalidParameter { .. })));
+        assert!(matches!(b.add(&doc), Err(Error::LengthMismatch { .. })));
     }
 }

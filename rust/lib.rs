@@ -20,7 +20,7 @@ pub mod vocab;
 #[cfg(feature = "python")]
 mod python;
 
-pub use bm25::Bm25Params;
+pub use bm25::{Bm25Params, FieldParams};
 pub use budget::{pack, DropReason, Packing};
 pub use error::{Error, Result};
 pub use index::{DocInput, Index, IndexBuilder};

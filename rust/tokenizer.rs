@@ -1,13 +1,39 @@
 //! Tokenizer shared by indexing and querying.
 //!
-//! Text is split into maximal runs of Unicode alphanumeric characters, so punctuation, whitespace,
-//! `_`, `-`, `.` and `/` separate words (snake_case and kebab-case identifiers split for free).
-//! Inside a run, camelCase and PascalCase boundaries split too: a lower-case letter followed by an
-//! upper-case one (`getOrder` → `get` `order`), and a capitalised word that follows an acronym or a
-//! digit (`HTTPServer` → `http` `server`, `EC2Instances` → `ec2` `instances`). Otherwise letters and
-//! digits stay together (`ec2`, `s3`, `v2`).
-//! Each piece is lower-cased; pieces shorter than two characters are dropped; a light English plural
-//! rule then folds common plurals onto their singular (see [`strip_plural`]).
+//! 1. **Normalise**: Unicode NFKD, then combining marks are dropped, so accented Latin folds onto
+//!    its base letters (`Café` → `Cafe`) and compatibility forms onto plain ones (`ﬁ` → `fi`,
+//!    full-width `ＡＢＣ` → `ABC`).
+//! 2. **Split** into maximal runs of alphanumeric characters: punctuation, whitespace, `_`, `-`,
+//!    `.` and `/` separate words, so snake_case and kebab-case identifiers split for free.
+//! 3. **CJK**: inside a run, Han, Hiragana, Katakana and Hangul characters form their own segments,
+//!    indexed as overlapping character bigrams (a lone character as itself), since these scripts
+//!    do not separate words with spaces.
+//! 4. **Identifiers**: other segments split at camelCase boundaries: a lower-case letter followed
+//!    by an upper-case one (`getOrder` → `get` `order`), and a capitalised word after an acronym
+//!    or a digit (`HTTPServer` → `http` `server`, `EC2Instances` → `ec2` `instances`). Letters and
+//!    digits otherwise stay together (`ec2`, `s3`, `v2`).
+//! 5. **Words** are lower-cased; those shorter than two characters and English function words
+//!    ([`STOP_WORDS`]) are dropped; the rest are stemmed with the Snowball English stemmer
+//!    (`policies` → `polici`, `running` → `run`), so inflections of one word meet.
+
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// English function words that carry no meaning about what a tool does. Negations (`not`, `no`)
+/// and particles that change an action (`on`, `off`, `up`, `down`, `out`, `in`) are kept.
+pub const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+    "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if",
+    "into", "is", "it", "its", "itself", "just", "me", "might", "my", "myself", "of", "or", "our",
+    "ours", "please", "she", "should", "so", "some", "such", "than", "that", "the", "their",
+    "theirs", "them", "then", "there", "these", "they", "this", "those", "to", "us", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your", "yours",
+];
 
 /// Tokens of `text`, in order, duplicates kept.
 pub fn tokenize(text: &str) -> Vec<String> {
@@ -19,74 +45,94 @@ pub fn tokenize(text: &str) -> Vec<String> {
 /// Appends the tokens of `text` to `out`.
 pub fn tokenize_into(text: &str, out: &mut Vec<String>) {
     let mut run: Vec<char> = Vec::new();
-    for c in text.chars() {
+    for c in text.nfkd().filter(|&c| !is_combining_mark(c)) {
         if c.is_alphanumeric() {
             run.push(c);
         } else if !run.is_empty() {
-            split_run(&run, out);
+            split_scripts(&run, out);
             run.clear();
         }
     }
     if !run.is_empty() {
-        split_run(&run, out);
+        split_scripts(&run, out);
     }
 }
 
-/// Splits one alphanumeric run at case boundaries and emits its normalised pieces.
-fn split_run(run: &[char], out: &mut Vec<String>) {
+/// True for characters of scripts written without spaces between words.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF        // Hiragana, Katakana
+        | 0x3400..=0x4DBF      // CJK Extension A
+        | 0x4E00..=0x9FFF      // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF      // Hangul syllables
+        | 0xF900..=0xFAFF      // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F) // CJK Extensions B-F, Compatibility Supplement
+}
+
+/// Splits one alphanumeric run into CJK and other segments.
+fn split_scripts(run: &[char], out: &mut Vec<String>) {
     let mut start = 0;
-    for i in 1..run.len() {
-        if is_case_boundary(run, i) {
-            emit(&run[start..i], out);
+    while start < run.len() {
+        let cjk = is_cjk(run[start]);
+        let end = run[start..]
+            .iter()
+            .position(|&c| is_cjk(c) != cjk)
+            .map_or(run.len(), |n| start + n);
+        if cjk {
+            bigrams(&run[start..end], out);
+        } else {
+            split_case(&run[start..end], out);
+        }
+        start = end;
+    }
+}
+
+fn bigrams(seg: &[char], out: &mut Vec<String>) {
+    if seg.len() == 1 {
+        out.push(seg[0].to_string());
+    }
+    out.extend(seg.windows(2).map(|w| w.iter().collect::<String>()));
+}
+
+/// Splits a segment at case boundaries and emits its normalised words.
+fn split_case(seg: &[char], out: &mut Vec<String>) {
+    let mut start = 0;
+    for i in 1..seg.len() {
+        if is_case_boundary(seg, i) {
+            emit(&seg[start..i], out);
             start = i;
         }
     }
-    emit(&run[start..], out);
+    emit(&seg[start..], out);
 }
 
-/// True when a new word starts at `run[i]`.
-fn is_case_boundary(run: &[char], i: usize) -> bool {
-    let (prev, cur) = (run[i - 1], run[i]);
+/// True when a new word starts at `seg[i]`.
+fn is_case_boundary(seg: &[char], i: usize) -> bool {
+    let (prev, cur) = (seg[i - 1], seg[i]);
     if !cur.is_uppercase() {
         return false;
     }
     if prev.is_lowercase() {
         return true;
     }
-    (prev.is_uppercase() || prev.is_numeric()) && run.get(i + 1).is_some_and(|n| n.is_lowercase())
+    (prev.is_uppercase() || prev.is_numeric()) && seg.get(i + 1).is_some_and(|n| n.is_lowercase())
+}
+
+/// Snowball English stem of a lower-case word.
+pub fn stem(word: &str) -> String {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER
+        .get_or_init(|| Stemmer::create(Algorithm::English))
+        .stem(word)
+        .into_owned()
 }
 
 fn emit(piece: &[char], out: &mut Vec<String>) {
     let word: String = piece.iter().collect::<String>().to_lowercase();
-    if word.chars().count() < 2 {
+    if word.chars().count() < 2 || STOP_WORDS.binary_search(&word.as_str()).is_ok() {
         return;
     }
-    out.push(strip_plural(word));
-}
-
-/// Light plural folding on lower-case words.
-///
-/// Words of fewer than three characters, and words ending in `ss`, `us` or `is` (`address`,
-/// `status`, `analysis`) are kept. Otherwise `-ies` → `-y` (five characters or more), `-sses`,
-/// `-xes`, `-ches`, `-shes` lose `es`, and any other final `s` is removed.
-pub fn strip_plural(word: String) -> String {
-    let n = word.chars().count();
-    if n < 3 || !word.ends_with('s') {
-        return word;
-    }
-    if ["ss", "us", "is"].iter().any(|s| word.ends_with(s)) {
-        return word;
-    }
-    if n >= 5 && word.ends_with("ies") {
-        return format!("{}y", &word[..word.len() - 3]);
-    }
-    if ["sses", "xes", "ches", "shes"]
-        .iter()
-        .any(|s| word.ends_with(s))
-    {
-        return word[..word.len() - 2].to_string();
-    }
-    word[..word.len() - 1].to_string()
+    out.push(stem(&word));
 }
 
 #[cfg(test)]
@@ -95,6 +141,11 @@ mod tests {
 
     fn t(s: &str) -> Vec<String> {
         tokenize(s)
+    }
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
@@ -109,29 +160,35 @@ mod tests {
     fn splits_camel_and_pascal_case_and_acronyms() {
         assert_eq!(t("getOrderStatus"), ["get", "order", "status"]);
         assert_eq!(t("HTTPServerError"), ["http", "server", "error"]);
-        assert_eq!(t("DescribeEC2Instances"), ["describe", "ec2", "instance"]);
+        assert_eq!(t("DescribeEC2Instances"), ["describ", "ec2", "instanc"]);
     }
 
     #[test]
-    fn lowercases_unicode_and_keeps_accented_letters() {
-        assert_eq!(t("Café RÉSUMÉ"), ["café", "résumé"]);
+    fn folds_accents_and_compatibility_forms() {
+        assert_eq!(t("Café RÉSUMÉ naïve"), t("cafe resume naive"));
+        assert_eq!(t("ﬁle ＡＢＣ"), ["file", "abc"]);
     }
 
     #[test]
-    fn drops_single_characters() {
+    fn cjk_runs_become_character_bigrams() {
+        assert_eq!(t("天气预报"), ["天气", "气预", "预报"]);
+        assert_eq!(t("查询天气 weather"), ["查询", "询天", "天气", "weather"]);
+        assert_eq!(t("東京"), ["東京"]);
+        assert_eq!(t("雨"), ["雨"]);
+    }
+
+    #[test]
+    fn stems_inflections_onto_one_term() {
+        assert_eq!(t("orders ordering ordered"), ["order", "order", "order"]);
+        assert_eq!(t("policies policy"), ["polici", "polici"]);
+        assert_eq!(t("running runs"), ["run", "run"]);
+    }
+
+    #[test]
+    fn drops_single_characters_and_function_words() {
         assert_eq!(t("a b cd e"), ["cd"]);
-    }
-
-    #[test]
-    fn folds_plurals() {
-        assert_eq!(
-            t("orders policies boxes matches addresses"),
-            ["order", "policy", "box", "match", "address"]
-        );
-        assert_eq!(
-            t("status address analysis ids"),
-            ["status", "address", "analysis", "id"]
-        );
+        assert_eq!(t("what is the weather in Paris"), ["weather", "in", "pari"]);
+        assert_eq!(t("turn off the lights"), ["turn", "off", "light"]);
     }
 
     #[test]

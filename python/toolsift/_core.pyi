@@ -5,10 +5,11 @@ from typing import final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Index", "__version__", "_panic_for_tests", "tokenize"]
+__all__ = ["Index", "__version__", "_panic_for_tests", "stem", "tokenize"]
 __version__: str
 
 def tokenize(text: str) -> list[str]: ...
+def stem(word: str) -> str: ...
 
 @final
 class Index:
@@ -16,11 +17,11 @@ class Index:
         cls,
         fields: list[list[str]],
         weights: list[float],
+        bs: list[float],
         perms: list[list[str]],
         costs: list[int],
         core: list[bool],
-        k1: float = 1.2,
-        b: float = 0.75,
+        k1: float = 0.9,
     ) -> Index: ...
     def __len__(self) -> int: ...
     def search(

@@ -13,7 +13,7 @@ from . import _core
 from .assemble import Selection, default_token_count
 from .errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from .registry import Catalog, Tool
-from .text import tool_fields, weights_for
+from .text import field_params, tool_fields
 
 Caller = Iterable[str] | str | None
 """Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only)."""
@@ -54,7 +54,8 @@ class Index:
         catalog: The tools, in registry order. The index keeps its own snapshot: tools appended
             to the catalog later need a new index.
         k1: BM25 term-frequency saturation.
-        b: BM25 length normalisation, in [0, 1].
+        b: BM25F length normalisation in [0, 1]: one value for every field, or a mapping that
+            overrides :data:`toolsift.text.DEFAULT_FIELD_B` per field.
         field_weights: Overrides of :data:`toolsift.text.DEFAULT_FIELD_WEIGHTS`.
         count_tokens: Prompt cost of a definition (``{"name", "description", "parameters"}``);
             defaults to ``ceil(bytes / 4)`` of its compact JSON. A tool's explicit
@@ -67,8 +68,8 @@ class Index:
         self,
         catalog: Catalog | Iterable[Tool],
         *,
-        k1: float = 1.2,
-        b: float = 0.75,
+        k1: float = 0.9,
+        b: float | Mapping[str, float] | None = None,
         field_weights: Mapping[str, float] | None = None,
         count_tokens: Callable[[dict[str, Any]], int] | None = None,
     ) -> None:
@@ -77,14 +78,15 @@ class Index:
         counter = count_tokens or default_token_count
         costs = [t.cost_tokens if t.cost_tokens is not None else _cost(t, counter) for t in self._tools]
         columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
+        weights, bs = field_params(field_weights, b)
         self._core = _core.Index(
             [list(c) for c in columns],
-            weights_for(field_weights),
+            weights,
+            bs,
             [list(t.permissions) for t in self._tools],
             costs,
             [t.core for t in self._tools],
-            k1=float(k1),
-            b=float(b),
+            k1=_number("k1", k1),
         )
 
     def __len__(self) -> int:
@@ -143,6 +145,12 @@ class Index:
         cap = None if k is None else _count("k", k)
         sel, num_core, used, dropped, over = self._core.select(_query(query), _caller(caller), tokens, cap)
         return Selection(self, sel, num_core, used, budget, dropped, over)
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidParameterError(f"{name} must be a number, not {type(value).__name__}")
+    return float(value)
 
 
 def _query(query: object) -> str:

@@ -7,6 +7,7 @@ and ``anyOf``/``oneOf``/``allOf`` too). ``$ref`` is not followed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,23 +24,51 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
     "examples": 1.0,
     "search_text": 1.0,
 }
-"""Weight of each field in the field-weighted term frequency (0 leaves a field out)."""
+"""Weight of each field in BM25F's pseudo term frequency (0 leaves a field out)."""
+
+DEFAULT_FIELD_B: Mapping[str, float] = {
+    "name": 0.75,
+    "description": 0.75,
+    "parameters": 0.5,
+    "examples": 0.75,
+    "search_text": 0.75,
+}
+"""Length normalisation ``b`` of each field."""
 
 MAX_PROPERTY_DEPTH = 3
 _MAX_NESTING = 12  # bound on items/anyOf/oneOf/allOf chains between property levels
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 
 
-def weights_for(overrides: Mapping[str, float] | None) -> list[float]:
-    """Weights in :data:`FIELDS` order, defaults overridden by ``overrides``."""
-    weights = dict(DEFAULT_FIELD_WEIGHTS)
-    for key, value in (overrides or {}).items():
-        if key not in weights:
-            raise InvalidParameterError(f"unknown field {key!r} in field_weights; fields are {list(FIELDS)}")
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
-            raise InvalidParameterError(f"field weight {key!r} must be a finite number >= 0, not {value!r}")
-        weights[key] = float(value)
-    return [weights[f] for f in FIELDS]
+def _per_field(
+    what: str, defaults: Mapping[str, float], given: float | Mapping[str, float] | None, upper: float
+) -> list[float]:
+    values = dict(defaults)
+    overrides = {f: given for f in FIELDS} if isinstance(given, int | float) else (given or {})
+    for key, value in overrides.items():
+        if key not in values:
+            raise InvalidParameterError(f"unknown field {key!r} in {what}; fields are {list(FIELDS)}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (0 <= value <= upper and math.isfinite(value))
+        ):
+            raise InvalidParameterError(f"{what} of {key!r} must be a number in [0, {upper}], not {value!r}")
+        values[key] = float(value)
+    return [values[f] for f in FIELDS]
+
+
+def field_params(
+    weights: Mapping[str, float] | None, b: float | Mapping[str, float] | None
+) -> tuple[list[float], list[float]]:
+    """Per-field weights and ``b`` in :data:`FIELDS` order: defaults, overridden where given.
+
+    ``b`` may be one number for every field or a mapping per field.
+    """
+    return (
+        _per_field("field_weights", DEFAULT_FIELD_WEIGHTS, weights, math.inf),
+        _per_field("b", DEFAULT_FIELD_B, b, 1.0),
+    )
 
 
 def tool_fields(tool: Tool) -> tuple[str, str, str, str, str]:

@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 
 use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
-use crate::bm25::Bm25Params;
+use crate::bm25::{Bm25Params, FieldParams};
 use crate::error::Error;
-use crate::index::{check_weight, DocInput, Index, IndexBuilder};
+use crate::index::{DocInput, Index, IndexBuilder};
 
 /// Built index; every query method releases the GIL.
 #[pyclass(frozen, name = "Index", module = "toolsift._core")]
@@ -31,27 +31,21 @@ fn check_len(field: &'static str, got: usize, expected: usize) -> Result<(), Err
 /// Builds the core index from column-major inputs (one list per field, one entry per tool).
 fn build(
     fields: &[Vec<String>],
-    weights: &[f32],
     perms: &[Vec<String>],
     costs: &[u32],
     core: &[bool],
     params: Bm25Params,
 ) -> Result<Index, Error> {
     let n = costs.len();
-    check_len("weights", weights.len(), fields.len())?;
     check_len("perms", perms.len(), n)?;
     check_len("core", core.len(), n)?;
+    check_len("fields", fields.len(), params.fields.len())?;
     fields
         .iter()
         .try_for_each(|f| check_len("fields", f.len(), n))?;
-    weights.iter().try_for_each(|&w| check_weight(w))?;
     let mut builder = IndexBuilder::new(params)?;
     for i in 0..n {
-        let texts: Vec<(&str, f32)> = fields
-            .iter()
-            .zip(weights)
-            .map(|(f, &w)| (f[i].as_str(), w))
-            .collect();
+        let texts: Vec<&str> = fields.iter().map(|f| f[i].as_str()).collect();
         let required: Vec<&str> = perms[i].iter().map(String::as_str).collect();
         builder.add(&DocInput {
             fields: &texts,
@@ -66,28 +60,29 @@ fn build(
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (fields, weights, perms, costs, core, k1 = 1.2, b = 0.75))]
+    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = 0.9))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         fields: Vec<Vec<String>>,
         weights: Vec<f32>,
+        bs: Vec<f32>,
         perms: Vec<Vec<String>>,
         costs: Vec<u32>,
         core: Vec<bool>,
         k1: f32,
-        b: f32,
     ) -> PyResult<Self> {
-        let built = detached(py, || {
-            build(
-                &fields,
-                &weights,
-                &perms,
-                &costs,
-                &core,
-                Bm25Params { k1, b },
-            )
-        })??;
+        check_len("bs", bs.len(), weights.len())?;
+        let fields_params = weights
+            .iter()
+            .zip(&bs)
+            .map(|(&weight, &b)| FieldParams { weight, b })
+            .collect();
+        let params = Bm25Params {
+            k1,
+            fields: fields_params,
+        };
+        let built = detached(py, || build(&fields, &perms, &costs, &core, params))??;
         Ok(PyIndex {
             inner: Arc::new(built),
         })

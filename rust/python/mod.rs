@@ -18,10 +18,17 @@ fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
     errors::detached(py, || -> () { panic!("deliberate panic") })
 }
 
+/// Snowball English stem of a lower-case word, as the tokenizer applies it.
+#[pyfunction]
+fn stem(word: &str) -> String {
+    crate::tokenizer::stem(word)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(stem, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
