@@ -18,6 +18,18 @@ use crate::tokenizer::tokenize_into;
 use crate::topk::{rank, Hit, TopK};
 use crate::vocab::{TermId, Vocab};
 
+/// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). Each token
+/// counts with the weight of the piece it comes from, so older context can count less than the
+/// latest request; pieces of weight 0 are ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query<'a>(pub Vec<(&'a str, f32)>);
+
+impl<'a> From<&'a str> for Query<'a> {
+    fn from(text: &'a str) -> Self {
+        Query(vec![(text, 1.0)])
+    }
+}
+
 /// One tool as the builder sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct DocInput<'a> {
@@ -211,28 +223,32 @@ impl Index {
         (doc as usize) < self.len() && self.perms.allows(caller, doc)
     }
 
-    /// Query terms found in the dictionary, with how often each occurs in the query.
-    fn query_terms(&self, query: &str) -> Vec<(TermId, f32)> {
+    /// Query terms found in the dictionary, each with the summed weight of its occurrences.
+    fn query_terms(&self, query: &Query<'_>) -> Vec<(TermId, f32)> {
         let mut tokens = Vec::new();
-        tokenize_into(query, &mut tokens);
         let mut terms: Vec<(TermId, f32)> = Vec::new();
-        for t in &tokens {
-            let Some(id) = self.vocab.get(t) else {
-                continue;
-            };
-            match terms.iter_mut().find(|(x, _)| *x == id) {
-                Some(e) => e.1 += 1.0,
-                None => terms.push((id, 1.0)),
+        for &(text, weight) in &query.0 {
+            tokens.clear();
+            tokenize_into(text, &mut tokens);
+            for t in &tokens {
+                let Some(id) = self.vocab.get(t) else {
+                    continue;
+                };
+                match terms.iter_mut().find(|(x, _)| *x == id) {
+                    Some(e) => e.1 += weight,
+                    None => terms.push((id, weight)),
+                }
             }
         }
+        terms.retain(|&(_, w)| w > 0.0);
         terms
     }
 
     /// Every tool the caller may use that matches the query, with its score, unordered.
-    pub fn score(&self, query: &str, caller: &CallerMask) -> Vec<Hit> {
+    pub fn score<'q>(&self, query: impl Into<Query<'q>>, caller: &CallerMask) -> Vec<Hit> {
         let mut acc = vec![0f32; self.len()];
         let mut touched: Vec<DocId> = Vec::new();
-        for (term, qtf) in self.query_terms(query) {
+        for (term, qtf) in self.query_terms(&query.into()) {
             let list = self.postings.list(term);
             let weight = qtf * idf(self.len(), list.len());
             for (&doc, &tf) in list.docs.iter().zip(list.tfs) {
@@ -256,7 +272,12 @@ impl Index {
     }
 
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
-    pub fn search(&self, query: &str, caller: &CallerMask, k: usize) -> Vec<Hit> {
+    pub fn search<'q>(
+        &self,
+        query: impl Into<Query<'q>>,
+        caller: &CallerMask,
+        k: usize,
+    ) -> Vec<Hit> {
         let mut top = TopK::new(k);
         self.score(query, caller)
             .into_iter()
@@ -275,9 +296,9 @@ impl Index {
 
     /// Core tools, then the best-ranked matching tools that fit in `budget_tokens`, at most
     /// `max_taken` of them; see [`pack`].
-    pub fn select(
+    pub fn select<'q>(
         &self,
-        query: &str,
+        query: impl Into<Query<'q>>,
         caller: &CallerMask,
         budget_tokens: u64,
         max_taken: Option<usize>,
@@ -395,6 +416,19 @@ mod tests {
         let nobody = idx.caller::<&str>(&[]);
         let hits = idx.search("delete account refund order", &nobody, 10);
         assert!(hits.iter().all(|h| [0, 4].contains(&h.doc)));
+    }
+
+    #[test]
+    fn weighted_query_pieces_scale_their_terms() {
+        let idx = support();
+        let agent = idx.caller(&["crm.read", "orders.read"]);
+        let both = |w: f32| Query(vec![("order status", 1.0), ("customer account", w)]);
+        assert_eq!(idx.search(both(10.0), &agent, 1)[0].doc, 1);
+        assert_eq!(idx.search(both(0.1), &agent, 1)[0].doc, 2);
+        assert_eq!(
+            idx.search(both(0.0), &agent, 5),
+            idx.search("order status", &agent, 5)
+        );
     }
 
     #[test]

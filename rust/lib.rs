@@ -23,7 +23,7 @@ mod python;
 pub use bm25::{Bm25Params, FieldParams};
 pub use budget::{pack, DropReason, Packing};
 pub use error::{Error, Result};
-pub use index::{DocInput, Index, IndexBuilder};
+pub use index::{DocInput, Index, IndexBuilder, Query};
 pub use permissions::{CallerMask, PermId, PermissionTable};
 pub use postings::{DocId, PostingList, Postings, PostingsBuilder};
 pub use tokenizer::tokenize;

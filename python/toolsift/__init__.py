@@ -8,6 +8,7 @@ from . import errors
 from ._core import __version__, tokenize
 from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai
 from .index import Hit, Index
+from .query import Query
 from .registry import Catalog, Tool
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "Dropped",
     "Hit",
     "Index",
+    "Query",
     "Selection",
     "Tool",
     "__version__",

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from . import _core
 from .assemble import Selection, default_token_count
 from .errors import InvalidParameterError, InvalidToolError, UnknownToolError
+from .query import Query
 from .registry import Catalog, Tool
 from .text import field_params, tool_fields
 
@@ -124,16 +125,18 @@ class Index:
             raise UnknownToolError(name)
         return self._tools[self._positions[name]]
 
-    def search(self, query: str, k: int = 10, caller: Caller = None) -> list[Hit]:
+    def search(self, query: str | Query, k: int = 10, caller: Caller = None) -> list[Hit]:
         """The ``k`` best-scoring tools the caller may use, best first (ties: registry order).
 
-        Returns fewer than ``k`` hits when fewer tools match; an empty query matches nothing.
+        ``query`` is a string or a :class:`~toolsift.Query` (for example built from the
+        conversation with :meth:`Query.from_messages`). Returns fewer than ``k`` hits when fewer
+        tools match; an empty query matches nothing.
         """
         positions, scores = self._core.search(_query(query), _caller(caller), _count("k", k))
         return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
 
     def select(
-        self, query: str, caller: Caller = None, budget: int | None = None, *, k: int | None = None
+        self, query: str | Query, caller: Caller = None, budget: int | None = None, *, k: int | None = None
     ) -> Selection:
         """Core tools, then the best-ranked matching tools that fit in ``budget`` tokens.
 
@@ -153,10 +156,8 @@ def _number(name: str, value: object) -> float:
     return float(value)
 
 
-def _query(query: object) -> str:
-    if not isinstance(query, str):
-        raise InvalidParameterError(f"query must be a string, not {type(query).__name__}")
-    return query
+def _query(query: str | Query) -> list[tuple[str, float]]:
+    return list(Query.of(query).parts)
 
 
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:

@@ -8,7 +8,7 @@ use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
 use crate::bm25::{Bm25Params, FieldParams};
 use crate::error::Error;
-use crate::index::{DocInput, Index, IndexBuilder};
+use crate::index::{DocInput, Index, IndexBuilder, Query};
 
 /// Built index; every query method releases the GIL.
 #[pyclass(frozen, name = "Index", module = "toolsift._core")]
@@ -26,6 +26,11 @@ fn check_len(field: &'static str, got: usize, expected: usize) -> Result<(), Err
             got,
         })
     }
+}
+
+/// A query from `(text, weight)` pairs.
+fn parts(query: &[(String, f32)]) -> Query<'_> {
+    Query(query.iter().map(|(t, w)| (t.as_str(), *w)).collect())
 }
 
 /// Builds the core index from column-major inputs (one list per field, one entry per tool).
@@ -96,12 +101,14 @@ impl PyIndex {
     fn search<'py>(
         &self,
         py: Python<'py>,
-        query: &str,
+        query: Vec<(String, f32)>,
         caller: Vec<String>,
         k: usize,
     ) -> PyResult<HitArrays<'py>> {
         let idx = Arc::clone(&self.inner);
-        let hits = detached(py, move || idx.search(query, &idx.caller(&caller), k))?;
+        let hits = detached(py, move || {
+            idx.search(parts(&query), &idx.caller(&caller), k)
+        })?;
         Ok(convert::hits(py, hits))
     }
 
@@ -110,14 +117,19 @@ impl PyIndex {
     fn select<'py>(
         &self,
         py: Python<'py>,
-        query: &str,
+        query: Vec<(String, f32)>,
         caller: Vec<String>,
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<PackingTuple<'py>> {
         let idx = Arc::clone(&self.inner);
         let packing = detached(py, move || {
-            idx.select(query, &idx.caller(&caller), budget_tokens, max_taken)
+            idx.select(
+                parts(&query),
+                &idx.caller(&caller),
+                budget_tokens,
+                max_taken,
+            )
         })?;
         Ok(convert::packing(py, packing))
     }

@@ -1,0 +1,106 @@
+"""Queries built from a conversation, so that "yes, do it" still finds the tool being discussed.
+
+A :class:`Query` is a list of weighted pieces of text. :meth:`Query.from_messages` takes the chat
+history (OpenAI or Anthropic message dicts) and weighs the latest user message 1, each earlier
+user message ``decay`` times the one after it, the assistant's last words (which usually name the
+next step) ``decay``, and the plan and the names of recently used tools by their own weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidParameterError
+
+
+def _text(content: Any) -> str:
+    """The text of a message's content: a string, or the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Iterable) and not isinstance(content, Mapping | bytes):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+    return ""
+
+
+def _tool_names(message: Mapping[str, Any]) -> list[str]:
+    """Names of the tools an assistant message calls (OpenAI ``tool_calls`` or Anthropic ``tool_use``)."""
+    names = [c.get("function", {}).get("name", "") for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
+    content = message.get("content")
+    if isinstance(content, list):
+        names += [b.get("name", "") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    return [n for n in names if isinstance(n, str) and n]
+
+
+@dataclass(frozen=True)
+class Query:
+    """Weighted pieces of query text; the index sums each token's weights.
+
+    Args:
+        parts: ``(text, weight)`` pairs; weights are finite and >= 0.
+    """
+
+    parts: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        for text, weight in self.parts:
+            if not isinstance(text, str):
+                raise InvalidParameterError(f"query text must be a string, not {type(text).__name__}")
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int | float)
+                or not math.isfinite(weight)
+                or weight < 0
+            ):
+                raise InvalidParameterError(f"query weight must be a finite number >= 0, not {weight!r}")
+
+    @classmethod
+    def of(cls, query: str | Query) -> Query:
+        """``query`` itself, or a one-piece query of weight 1 for a string."""
+        if isinstance(query, Query):
+            return query
+        if not isinstance(query, str):
+            raise InvalidParameterError(f"query must be a string or a Query, not {type(query).__name__}")
+        return cls(((query, 1.0),))
+
+    @classmethod
+    def from_messages(
+        cls,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        plan: str = "",
+        recent_tools: Iterable[str] = (),
+        decay: float = 0.5,
+        max_user_turns: int = 4,
+        plan_weight: float = 0.5,
+        tool_weight: float = 0.5,
+    ) -> Query:
+        """A query from chat history, latest user message first in weight.
+
+        Args:
+            messages: OpenAI or Anthropic style messages, oldest first.
+            plan: The agent's current plan or task description, if it keeps one.
+            recent_tools: Names of tools used recently (tools called in ``messages`` are added).
+            decay: Weight ratio between a user message and the next one; also the weight of the
+                assistant's last text before the latest user message.
+            max_user_turns: How many user messages, counting back from the latest, to use.
+            plan_weight: Weight of ``plan``.
+            tool_weight: Weight of the recent tool names.
+        """
+        parts: list[tuple[str, float]] = []
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _text(m.get("content"))]
+        for distance, i in enumerate(reversed(users[-max_user_turns:])):
+            parts.append((_text(messages[i]["content"]), decay**distance))
+        last_user = users[-1] if users else len(messages)
+        before = [m for m in messages[:last_user] if m.get("role") == "assistant" and _text(m.get("content"))]
+        if before:
+            parts.append((_text(before[-1]["content"]), decay))
+        if plan:
+            parts.append((plan, plan_weight))
+        tools = dict.fromkeys([n for m in messages if m.get("role") == "assistant" for n in _tool_names(m)])
+        tools.update(dict.fromkeys(recent_tools))
+        if tools:
+            parts.append((" ".join(tools), tool_weight))
+        return cls(tuple(parts))
