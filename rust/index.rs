@@ -303,20 +303,47 @@ impl Index {
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> Packing {
-        let mut hits: Vec<Hit> = self
-            .score(query, caller)
-            .into_iter()
-            .filter(|h| !self.is_core[h.doc as usize])
-            .collect();
+        let mut hits = self.score(query, caller);
         rank(&mut hits);
         let ranked: Vec<DocId> = hits.iter().map(|h| h.doc).collect();
+        self.pack_ranked(&ranked, caller, budget_tokens, max_taken)
+    }
+
+    /// Core tools, then tools of an externally ranked list (fused, reranked) that fit in
+    /// `budget_tokens`. The list is checked again here: positions the caller may not use, core
+    /// tools, repeats and positions outside the catalog are skipped, so no ranking can smuggle a
+    /// forbidden tool into a selection.
+    pub fn pack_ranked(
+        &self,
+        ranked: &[DocId],
+        caller: &CallerMask,
+        budget_tokens: u64,
+        max_taken: Option<usize>,
+    ) -> Packing {
+        let mut seen = vec![false; self.len()];
+        let candidates: Vec<DocId> = ranked
+            .iter()
+            .copied()
+            .filter(|&d| {
+                self.allows(caller, d)
+                    && !self.is_core[d as usize]
+                    && !std::mem::replace(&mut seen[d as usize], true)
+            })
+            .collect();
         pack(
             &self.allowed_core(caller),
-            &ranked,
+            &candidates,
             |d| u64::from(self.cost(d)),
             budget_tokens,
             max_taken,
         )
+    }
+
+    /// For every tool, whether the caller may use it.
+    pub fn allowed_mask(&self, caller: &CallerMask) -> Vec<bool> {
+        (0..self.len() as DocId)
+            .map(|d| self.perms.allows(caller, d))
+            .collect()
     }
 }
 
@@ -428,6 +455,18 @@ mod tests {
         assert_eq!(
             idx.search(both(0.0), &agent, 5),
             idx.search("order status", &agent, 5)
+        );
+    }
+
+    #[test]
+    fn packing_an_external_ranking_rechecks_permissions() {
+        let idx = support();
+        let agent = idx.caller(&["crm.read", "orders.read"]);
+        let p = idx.pack_ranked(&[5, 3, 2, 2, 0, 99, 4], &agent, 10_000, None);
+        assert_eq!(p.selected, [0, 2, 4]);
+        assert_eq!(
+            idx.allowed_mask(&agent),
+            [true, true, true, false, true, false]
         );
     }
 

@@ -7,19 +7,25 @@ stable prompt prefix.
 from . import errors
 from ._core import __version__, tokenize
 from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai
+from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
 from .index import Hit, Index
 from .query import Query
 from .registry import Catalog, Tool
 
 __all__ = [
     "Catalog",
+    "DenseIndex",
     "Dropped",
+    "Embedder",
     "Hit",
     "Index",
+    "OpenAIEmbedder",
     "Query",
     "Selection",
+    "SentenceTransformerEmbedder",
     "Tool",
     "__version__",
+    "default_embedder",
     "default_token_count",
     "errors",
     "to_anthropic",

@@ -138,7 +138,7 @@ def evaluate(args: argparse.Namespace) -> int:
     for name in args.systems:
         system = makers[name](dataset)
         if system is None:
-            print(f"skipping {name}: its package is not installed (pip install '.[eval]')", file=sys.stderr)
+            print(f"skipping {name}: its packages are not installed (pip install '.[eval,dense]')", file=sys.stderr)
             continue
         with _progress(f"Evaluating {name}") as progress:
             results.append(ev.evaluate(system, dataset, budget=args.budget, progress=lambda d, t: progress(d, t, "")))
@@ -170,8 +170,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", choices=("bfcl",), help="a public benchmark (downloaded once into the cache)")
     e.add_argument("--tools", help="catalog file (with --queries)")
     e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?}')
+    systems = ("toolsift", "bm25s", "rank_bm25", "dense", "hybrid")
     e.add_argument(
-        "--systems", nargs="+", default=["toolsift", "bm25s", "rank_bm25"], choices=("toolsift", "bm25s", "rank_bm25")
+        "--systems", nargs="+", default=list(systems), choices=systems, help="dense, hybrid: need the dense extra"
     )
     e.add_argument("--budget", type=int, default=2000, help="token budget for the selection figures (default 2000)")
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")

@@ -9,12 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from . import _core
 from .assemble import Selection, default_token_count
+from .dense import DenseIndex, Embedder, unit_rows
 from .errors import InvalidParameterError, InvalidToolError, UnknownToolError
+from .fusion import DEFAULT_ALPHA, Reranker, fuse
 from .query import Query
 from .registry import Catalog, Tool
-from .text import field_params, tool_fields
+from .text import dense_text, field_params, tool_fields
 
 Caller = Iterable[str] | str | None
 """Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only)."""
@@ -61,6 +65,14 @@ class Index:
         count_tokens: Prompt cost of a definition (``{"name", "description", "parameters"}``);
             defaults to ``ceil(bytes / 4)`` of its compact JSON. A tool's explicit
             ``cost_tokens`` wins.
+        embedder: Turns on the dense side (see :func:`toolsift.default_embedder`): each tool's
+            :func:`~toolsift.text.dense_text` is embedded at build time, each query at query
+            time, and the two rankings are fused (:func:`toolsift.fusion.fuse`).
+        alpha: Weight of the lexical side in the fusion.
+        rerank: ``rerank(query, hits) -> hits``, applied to the top ``depth`` hits of every
+            search and selection; it may reorder or drop hits, never add tools.
+        depth: Candidates taken from each side (and handed to ``rerank``) per query.
+        dense_options: Options of :class:`~toolsift.dense.DenseIndex` (``M``, ``ef``...).
 
     The index is immutable and safe to share between threads; queries release the GIL.
     """
@@ -73,6 +85,11 @@ class Index:
         b: float | Mapping[str, float] | None = None,
         field_weights: Mapping[str, float] | None = None,
         count_tokens: Callable[[dict[str, Any]], int] | None = None,
+        embedder: Embedder | None = None,
+        alpha: float = DEFAULT_ALPHA,
+        rerank: Reranker | None = None,
+        depth: int = 100,
+        dense_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._tools: tuple[Tool, ...] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
         self._positions = {t.name: i for i, t in enumerate(self._tools)}
@@ -90,8 +107,19 @@ class Index:
             k1=_number("k1", k1),
         )
 
+        self._embedder, self._alpha, self._rerank, self._depth = embedder, alpha, rerank, _count("depth", depth)
+        self._dense: DenseIndex | None = None
+        if embedder is not None:
+            vectors = unit_rows(embedder.embed([dense_text(t) for t in self._tools]), "embedder output", self.names)
+            self._dense = DenseIndex(vectors, **(dense_options or {}))
+
     def __len__(self) -> int:
         return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registry order."""
+        return [t.name for t in self._tools]
 
     def __repr__(self) -> str:
         return f"Index({len(self)} tools, {self._core.num_terms} terms, {self._core.num_postings} postings)"
@@ -132,8 +160,28 @@ class Index:
         conversation with :meth:`Query.from_messages`). Returns fewer than ``k`` hits when fewer
         tools match; an empty query matches nothing.
         """
-        positions, scores = self._core.search(_query(query), _caller(caller), _count("k", k))
-        return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
+        k, perms = _count("k", k), _caller(caller)
+        if self._dense is None and self._rerank is None:
+            positions, scores = self._core.search(_query(query), perms, k)
+            return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
+        return self._ranking(Query.of(query), perms, max(k, self._depth))[:k]
+
+    def _ranking(self, query: Query, perms: list[str], depth: int) -> list[Hit]:
+        """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use."""
+        positions, scores = self._core.search(list(query.parts), perms, depth)
+        ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
+        if self._dense is not None and self._embedder is not None and query.parts:
+            texts, weights = zip(*query.parts, strict=True)
+            vectors = unit_rows(self._embedder.embed(list(texts)), "embedder output")
+            combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
+            if np.any(combined):
+                d_pos, d_scores = self._dense.search(combined, depth, self._core.allowed_mask(perms))
+                ranked = fuse(ranked, list(zip(d_pos.tolist(), d_scores.tolist(), strict=True)), self._alpha)
+        hits = [Hit(self._tools[i], i, s) for i, s in ranked[:depth]]
+        if self._rerank is not None:
+            offered = {h.position for h in hits}
+            hits = [h for h in self._rerank(query, hits) if h.position in offered]
+        return hits
 
     def select(
         self, query: str | Query, caller: Caller = None, budget: int | None = None, *, k: int | None = None
@@ -146,7 +194,13 @@ class Index:
         """
         tokens = UNLIMITED if budget is None else _count("budget", budget)
         cap = None if k is None else _count("k", k)
-        sel, num_core, used, dropped, over = self._core.select(_query(query), _caller(caller), tokens, cap)
+        perms = _caller(caller)
+        if self._dense is None and self._rerank is None:
+            packed = self._core.select(_query(query), perms, tokens, cap)
+        else:
+            order = np.array([h.position for h in self._ranking(Query.of(query), perms, self._depth)], dtype=np.uint32)
+            packed = self._core.select_ranked(order, perms, tokens, cap)
+        sel, num_core, used, dropped, over = packed
         return Selection(self, sel, num_core, used, budget, dropped, over)
 
 

@@ -8,6 +8,7 @@ and ``anyOf``/``oneOf``/``allOf`` too). ``$ref`` is not followed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,3 +113,11 @@ def _describe(node: Any, out: list[str]) -> None:
     enum = node.get("enum")
     if isinstance(enum, list):
         out.extend(str(v) for v in enum if isinstance(v, str | int | float) and not isinstance(v, bool))
+
+
+def dense_text(tool: Tool) -> str:
+    """What the dense side embeds for a tool: its description, example queries and search-only
+    text (natural language; the lexical side covers names and parameters), or the words of its
+    name when it has none of those."""
+    text = "\n".join(t for t in (tool.description, *tool.examples, tool.search_text) if t)
+    return text or re.sub(r"[_\W]+", " ", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", tool.name)).strip()

