@@ -29,15 +29,21 @@ pub struct Packing {
     pub dropped: Vec<(DocId, DropReason)>,
     /// True when the core tools alone exceed the budget.
     pub core_over_budget: bool,
+    /// True when packing stopped because no further candidate could be taken (the cap was
+    /// reached, or less budget is left than the cheapest tool costs); false when it ran out of
+    /// candidates, so that more of them might still fit.
+    pub complete: bool,
 }
 
 /// Packs `core` then `ranked` (best first) into `budget` tokens; `max_taken` caps the candidates.
+/// `min_cost` is a lower bound on any candidate's cost: packing stops once less budget is left.
 pub fn pack(
     core: &[DocId],
     ranked: &[DocId],
     cost: impl Fn(DocId) -> u64,
     budget: u64,
     max_taken: Option<usize>,
+    min_cost: u64,
 ) -> Packing {
     let mut out = Packing {
         selected: core.to_vec(),
@@ -53,7 +59,8 @@ pub fn pack(
     let cap = max_taken.unwrap_or(usize::MAX);
     let mut taken = Vec::new();
     for &doc in ranked {
-        if taken.len() >= cap {
+        if taken.len() >= cap || budget.saturating_sub(out.used_tokens) < min_cost {
+            out.complete = true;
             break;
         }
         let c = cost(doc);
@@ -65,6 +72,7 @@ pub fn pack(
             _ => out.dropped.push((doc, DropReason::OverBudget)),
         }
     }
+    out.complete |= taken.len() >= cap || budget.saturating_sub(out.used_tokens) < min_cost;
     taken.sort_unstable();
     out.selected.extend(taken);
     out
@@ -77,7 +85,7 @@ mod tests {
 
     #[test]
     fn core_first_then_candidates_in_registry_order() {
-        let p = pack(&[4], &[9, 2, 7], |_| 10, 100, None);
+        let p = pack(&[4], &[9, 2, 7], |_| 10, 100, None, 0);
         assert_eq!(p.selected, [4, 2, 7, 9]);
         assert_eq!(p.num_core, 1);
         assert_eq!(p.used_tokens, 40);
@@ -86,14 +94,14 @@ mod tests {
     #[test]
     fn a_candidate_that_does_not_fit_is_skipped_and_smaller_ones_still_tried() {
         let cost = |d: DocId| [0, 50, 80, 10][d as usize];
-        let p = pack(&[], &[1, 2, 3], cost, 70, None);
+        let p = pack(&[], &[1, 2, 3], cost, 70, None, 0);
         assert_eq!(p.selected, [1, 3]);
         assert_eq!(p.dropped, [(2, DropReason::OverBudget)]);
     }
 
     #[test]
     fn core_tools_are_kept_even_over_budget_and_reported() {
-        let p = pack(&[0, 1], &[2], |_| 60, 100, None);
+        let p = pack(&[0, 1], &[2], |_| 60, 100, None, 0);
         assert_eq!(p.selected, [0, 1]);
         assert!(p.core_over_budget);
         assert_eq!(p.dropped, [(2, DropReason::OverBudget)]);
@@ -101,7 +109,7 @@ mod tests {
 
     #[test]
     fn cap_bounds_the_candidates_taken() {
-        let p = pack(&[], &[5, 3, 1], |_| 1, 100, Some(2));
+        let p = pack(&[], &[5, 3, 1], |_| 1, 100, Some(2), 0);
         assert_eq!(p.selected, [3, 5]);
     }
 
@@ -125,7 +133,7 @@ mod tests {
             let mut ranked: Vec<DocId> = (0..costs.len() as DocId).collect();
             let n = ranked.len();
             for i in 0..n { ranked.swap(i, (seed as usize).wrapping_mul(i + 7) % n); }
-            let p = pack(&[], &ranked, |d| costs[d as usize], budget, None);
+            let p = pack(&[], &ranked, |d| costs[d as usize], budget, None, 0);
             prop_assert_eq!(&p.selected, &greedy(&ranked, &costs, budget));
             prop_assert!(p.used_tokens <= budget);
             prop_assert_eq!(p.selected.len() + p.dropped.len(), n);

@@ -12,10 +12,11 @@ use std::collections::HashMap;
 use crate::bm25::{idf, Bm25Params};
 use crate::budget::{pack, Packing};
 use crate::error::{Error, Result};
+use crate::maxscore::{self, TermInput};
 use crate::permissions::{CallerMask, PermissionTable};
 use crate::postings::{DocId, Postings, PostingsBuilder};
 use crate::tokenizer::tokenize_into;
-use crate::topk::{rank, Hit, TopK};
+use crate::topk::Hit;
 use crate::vocab::{TermId, Vocab};
 
 /// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). Each token
@@ -158,7 +159,19 @@ impl IndexBuilder {
         }
         let mut is_core = vec![false; n];
         self.core.iter().for_each(|&d| is_core[d as usize] = true);
+        let min_cost = (0..n)
+            .filter(|&d| !is_core[d])
+            .map(|d| u64::from(self.costs[d]))
+            .min()
+            .unwrap_or(u64::MAX);
+        let non_core: Vec<u64> = (0..n)
+            .filter(|&d| !is_core[d])
+            .map(|d| u64::from(self.costs[d]))
+            .collect();
+        let mean_cost = non_core.iter().sum::<u64>() / (non_core.len() as u64).max(1);
         Index {
+            min_cost,
+            mean_cost,
             params: self.params,
             vocab: self.vocab,
             postings: postings.build(),
@@ -180,6 +193,10 @@ pub struct Index {
     core: Vec<DocId>,
     is_core: Vec<bool>,
     perms: PermissionTable,
+    /// The smallest cost of a non-core tool: once less budget is left, packing can stop.
+    min_cost: u64,
+    /// The mean cost of a non-core tool, to size a selection's first batch of candidates.
+    mean_cost: u64,
 }
 
 impl Index {
@@ -223,7 +240,8 @@ impl Index {
         (doc as usize) < self.len() && self.perms.allows(caller, doc)
     }
 
-    /// Query terms found in the dictionary, each with the summed weight of its occurrences.
+    /// Query terms found in the dictionary, each with the summed weight of its occurrences, in
+    /// term-id order (the canonical order in which every path sums a tool's score).
     fn query_terms(&self, query: &Query<'_>) -> Vec<(TermId, f32)> {
         let mut tokens = Vec::new();
         let mut terms: Vec<(TermId, f32)> = Vec::new();
@@ -241,10 +259,12 @@ impl Index {
             }
         }
         terms.retain(|&(_, w)| w > 0.0);
+        terms.sort_unstable_by_key(|&(t, _)| t);
         terms
     }
 
-    /// Every tool the caller may use that matches the query, with its score, unordered.
+    /// Every tool the caller may use that matches the query, with its score, unordered, by
+    /// exhaustive term-at-a-time scoring. This is the reference the pruned paths must equal.
     pub fn score<'q>(&self, query: impl Into<Query<'q>>, caller: &CallerMask) -> Vec<Hit> {
         let mut acc = vec![0f32; self.len()];
         let mut touched: Vec<DocId> = Vec::new();
@@ -271,6 +291,24 @@ impl Index {
             .collect()
     }
 
+    /// The `k` best tools for the query among those `skip` does not reject, by MaxScore.
+    fn top_k(&self, query: &Query<'_>, skip: impl Fn(DocId) -> bool, k: usize) -> Vec<Hit> {
+        let n = self.len();
+        let terms: Vec<TermInput<'_>> = self
+            .query_terms(query)
+            .into_iter()
+            .map(|(t, qtf)| {
+                let list = self.postings.list(t);
+                TermInput {
+                    list,
+                    weight: qtf * idf(n, list.len()),
+                    max_tf: self.postings.max_tf(t),
+                }
+            })
+            .collect();
+        maxscore::top_k(&self.params, &terms, skip, k)
+    }
+
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
     pub fn search<'q>(
         &self,
@@ -278,11 +316,15 @@ impl Index {
         caller: &CallerMask,
         k: usize,
     ) -> Vec<Hit> {
-        let mut top = TopK::new(k);
-        self.score(query, caller)
-            .into_iter()
-            .for_each(|h| top.push(h));
-        top.into_sorted()
+        self.top_k(&query.into(), |d| !self.perms.allows(caller, d), k)
+    }
+
+    /// How many candidates a selection probably needs: enough tools of average cost to fill the
+    /// budget (or the cap), with slack for the ones that will not fit.
+    fn first_k(&self, budget_tokens: u64, max_taken: Option<usize>) -> usize {
+        let fill = (budget_tokens / self.mean_cost.max(1)).min(self.len() as u64) as usize;
+        let want = max_taken.map_or(fill, |m| m.min(fill));
+        (want + want / 2 + 8).min(self.len().max(1))
     }
 
     /// Core tools the caller may use, in registry order.
@@ -295,7 +337,9 @@ impl Index {
     }
 
     /// Core tools, then the best-ranked matching tools that fit in `budget_tokens`, at most
-    /// `max_taken` of them; see [`pack`].
+    /// `max_taken` of them; see [`pack`]. Candidates come from a bounded top k that grows only
+    /// while the packing could still take more of them, so the work follows the budget rather
+    /// than the catalog.
     pub fn select<'q>(
         &self,
         query: impl Into<Query<'q>>,
@@ -303,10 +347,25 @@ impl Index {
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> Packing {
-        let mut hits = self.score(query, caller);
-        rank(&mut hits);
-        let ranked: Vec<DocId> = hits.iter().map(|h| h.doc).collect();
-        self.pack_ranked(&ranked, caller, budget_tokens, max_taken)
+        let query = query.into();
+        let core = self.allowed_core(caller);
+        let skip = |d: DocId| self.is_core[d as usize] || !self.perms.allows(caller, d);
+        let mut k = self.first_k(budget_tokens, max_taken);
+        loop {
+            let ranked: Vec<DocId> = self.top_k(&query, skip, k).iter().map(|h| h.doc).collect();
+            let packing = pack(
+                &core,
+                &ranked,
+                |d| u64::from(self.cost(d)),
+                budget_tokens,
+                max_taken,
+                self.min_cost,
+            );
+            if packing.complete || ranked.len() < k {
+                return packing;
+            }
+            k = k.saturating_mul(4);
+        }
     }
 
     /// Core tools, then tools of an externally ranked list (fused, reranked) that fit in
@@ -336,6 +395,7 @@ impl Index {
             |d| u64::from(self.cost(d)),
             budget_tokens,
             max_taken,
+            self.min_cost,
         )
     }
 
@@ -499,5 +559,94 @@ mod tests {
             core: false,
         };
         assert!(matches!(b.add(&doc), Err(Error::LengthMismatch { .. })));
+    }
+
+    mod pruning {
+        use super::*;
+        use crate::budget::pack;
+        use crate::topk::rank;
+        use proptest::prelude::*;
+
+        const WORDS: [&str; 10] = [
+            "order", "refund", "ship", "track", "user", "mail", "pay", "card", "box", "help",
+        ];
+
+        fn catalog() -> impl Strategy<Value = Vec<(String, String, u8, bool, u32)>> {
+            let text = |n| {
+                proptest::collection::vec(0..WORDS.len(), 0..n)
+                    .prop_map(|ws| ws.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" "))
+            };
+            proptest::collection::vec(
+                (
+                    text(3),
+                    text(12),
+                    0u8..4,
+                    proptest::bool::weighted(0.1),
+                    1u32..60,
+                ),
+                1..60,
+            )
+        }
+
+        fn build(docs: &[(String, String, u8, bool, u32)]) -> Index {
+            let fields = vec![
+                FieldParams {
+                    weight: 2.0,
+                    b: 0.75,
+                },
+                FieldParams {
+                    weight: 1.0,
+                    b: 0.5,
+                },
+            ];
+            let mut b = IndexBuilder::new(Bm25Params { k1: 0.9, fields }).unwrap();
+            let perms = ["", "a", "b", "c"];
+            for (name, desc, p, core, cost) in docs {
+                let required: Vec<&str> = if *p == 0 {
+                    vec![]
+                } else {
+                    vec![perms[*p as usize]]
+                };
+                b.add(&DocInput {
+                    fields: &[name, desc],
+                    perms: &required,
+                    cost_tokens: *cost,
+                    core: *core,
+                })
+                .unwrap();
+            }
+            b.build()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+
+            #[test]
+            fn pruned_search_equals_exhaustive_scoring(docs in catalog(), q in proptest::collection::vec(0..WORDS.len(), 0..6), k in 0usize..20, who in 0usize..3) {
+                let idx = build(&docs);
+                let callers: [&[&str]; 3] = [&[], &["a"], &["a", "b", "c"]];
+                let caller = idx.caller(callers[who]);
+                let query = q.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+                let mut all = idx.score(query.as_str(), &caller);
+                rank(&mut all);
+                all.truncate(k);
+                prop_assert_eq!(idx.search(query.as_str(), &caller, k), all);
+            }
+
+            #[test]
+            fn bounded_selection_equals_packing_every_match(docs in catalog(), q in proptest::collection::vec(0..WORDS.len(), 0..6), budget in 0u64..400, cap in proptest::option::of(0usize..6), who in 0usize..3) {
+                let idx = build(&docs);
+                let callers: [&[&str]; 3] = [&[], &["b"], &["a", "b", "c"]];
+                let caller = idx.caller(callers[who]);
+                let query = q.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+                let mut all = idx.score(query.as_str(), &caller);
+                rank(&mut all);
+                let ranked: Vec<DocId> = all.iter().map(|h| h.doc).filter(|&d| !idx.is_core[d as usize]).collect();
+                let want = pack(&idx.allowed_core(&caller), &ranked, |d| u64::from(idx.cost(d)), budget, cap, 0);
+                let got = idx.select(query.as_str(), &caller, budget, cap);
+                prop_assert_eq!(got.selected, want.selected);
+                prop_assert_eq!(got.used_tokens, want.used_tokens);
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod bm25;
 pub mod budget;
 pub mod error;
 pub mod index;
+pub mod maxscore;
 pub mod permissions;
 pub mod postings;
 pub mod tokenizer;

@@ -52,9 +52,12 @@ impl PostingsBuilder {
             offsets: Vec::with_capacity(self.lists.len() + 1),
             docs: Vec::with_capacity(total),
             tfs: Vec::with_capacity(total),
+            max_tfs: Vec::with_capacity(self.lists.len()),
         };
         p.offsets.push(0);
         for list in self.lists {
+            p.max_tfs
+                .push(list.iter().map(|&(_, tf)| tf).fold(0.0, f32::max));
             for (doc, tf) in list {
                 p.docs.push(doc);
                 p.tfs.push(tf);
@@ -71,6 +74,7 @@ pub struct Postings {
     offsets: Vec<usize>,
     docs: Vec<DocId>,
     tfs: Vec<f32>,
+    max_tfs: Vec<f32>,
 }
 
 impl Postings {
@@ -90,6 +94,11 @@ impl Postings {
         }
     }
 
+    /// The largest pseudo-frequency in the postings of `term` (0 for an unknown term).
+    pub fn max_tf(&self, term: TermId) -> f32 {
+        self.max_tfs.get(term as usize).copied().unwrap_or(0.0)
+    }
+
     /// Total number of postings.
     pub fn num_postings(&self) -> usize {
         self.docs.len()
@@ -99,7 +108,7 @@ impl Postings {
     pub fn heap_bytes(&self) -> usize {
         self.offsets.capacity() * std::mem::size_of::<usize>()
             + self.docs.capacity() * std::mem::size_of::<DocId>()
-            + self.tfs.capacity() * std::mem::size_of::<f32>()
+            + (self.tfs.capacity() + self.max_tfs.capacity()) * std::mem::size_of::<f32>()
     }
 }
 
@@ -117,6 +126,7 @@ mod tests {
         assert_eq!(p.list(0).docs, [0]);
         assert_eq!(p.list(1).docs, [0, 3]);
         assert_eq!(p.list(1).tfs, [2.0, 1.5]);
+        assert_eq!(p.max_tf(1), 2.0);
         assert!(p.list(7).is_empty());
         assert_eq!(p.num_postings(), 3);
     }

@@ -70,6 +70,15 @@ impl TopK {
         }
     }
 
+    /// The worst retained hit, once `k` hits are retained (the score to beat).
+    pub fn worst(&self) -> Option<Hit> {
+        if self.heap.len() == self.k && self.k > 0 {
+            self.heap.peek().map(|w| w.0)
+        } else {
+            None
+        }
+    }
+
     /// The retained hits, best first.
     pub fn into_sorted(self) -> Vec<Hit> {
         self.heap
