@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::maxscore::{self, TermInput};
 use crate::permissions::{CallerMask, PermissionTable};
 use crate::postings::{DocId, Postings, PostingsBuilder};
-use crate::tokenizer::tokenize_into;
+use crate::tokenizer::{stem, tokenize_into, Tokenizer};
 use crate::topk::Hit;
 use crate::vocab::{TermId, Vocab};
 
@@ -57,7 +57,9 @@ pub struct IndexBuilder {
     costs: Vec<u32>,
     core: Vec<DocId>,
     perms: PermissionTable,
-    tokens: Vec<String>,
+    tokenizer: Tokenizer,
+    /// Each distinct normalised word seen so far and its term (stemming once per word).
+    words: HashMap<String, TermId>,
     seen: HashMap<TermId, usize>,
 }
 
@@ -80,7 +82,8 @@ impl IndexBuilder {
             costs: Vec::new(),
             core: Vec::new(),
             perms: PermissionTable::default(),
-            tokens: Vec::new(),
+            tokenizer: Tokenizer::default(),
+            words: HashMap::new(),
             seen: HashMap::new(),
         })
     }
@@ -98,22 +101,43 @@ impl IndexBuilder {
         let id = DocId::try_from(self.ends.len()).map_err(|_| Error::TooManyTools {
             max: DocId::MAX as usize,
         })?;
+        let Self {
+            params,
+            vocab,
+            counts,
+            lens,
+            tokenizer,
+            words,
+            seen,
+            ..
+        } = self;
         for (f, text) in doc.fields.iter().enumerate() {
-            self.tokens.clear();
-            if self.params.fields[f].weight > 0.0 {
-                tokenize_into(text, &mut self.tokens);
+            seen.clear();
+            let mut len = 0f32;
+            if params.fields[f].weight > 0.0 {
+                tokenizer.for_each_word(text, &mut |word, to_stem| {
+                    let term = match words.get(word) {
+                        Some(&t) => t,
+                        None => {
+                            let t = vocab.intern(&if to_stem {
+                                stem(word)
+                            } else {
+                                word.to_string()
+                            });
+                            words.insert(word.to_string(), t);
+                            t
+                        }
+                    };
+                    len += 1.0;
+                    let next = counts.len();
+                    let at = *seen.entry(term).or_insert(next);
+                    if at == next {
+                        counts.push((term, f as u16, 0.0));
+                    }
+                    counts[at].2 += 1.0;
+                });
             }
-            self.lens.push(self.tokens.len() as f32);
-            self.seen.clear();
-            for token in &self.tokens {
-                let term = self.vocab.intern(token);
-                let next = self.counts.len();
-                let at = *self.seen.entry(term).or_insert(next);
-                if at == next {
-                    self.counts.push((term, f as u16, 0.0));
-                }
-                self.counts[at].2 += 1.0;
-            }
+            lens.push(len);
         }
         self.ends.push(self.counts.len());
         self.costs.push(doc.cost_tokens);

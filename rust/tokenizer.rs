@@ -44,17 +44,105 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// Appends the tokens of `text` to `out`.
 pub fn tokenize_into(text: &str, out: &mut Vec<String>) {
-    let mut run: Vec<char> = Vec::new();
-    for c in text.nfkd().filter(|&c| !is_combining_mark(c)) {
-        if c.is_alphanumeric() {
-            run.push(c);
-        } else if !run.is_empty() {
-            split_scripts(&run, out);
-            run.clear();
+    Tokenizer::default().tokenize_into(text, out);
+}
+
+/// Tokenizer state kept across texts (a reusable character buffer).
+///
+/// [`Tokenizer::for_each_word`] yields each normalised word *before* stemming, with whether it
+/// is to be stemmed (CJK bigrams are not), so that an index builder can map each distinct word
+/// to its term once instead of stemming every occurrence.
+#[derive(Debug, Default)]
+pub struct Tokenizer {
+    run: Vec<char>,
+    word: String,
+}
+
+impl Tokenizer {
+    /// Appends the tokens of `text` to `out`.
+    pub fn tokenize_into(&mut self, text: &str, out: &mut Vec<String>) {
+        self.for_each_word(text, &mut |word, stemmed| {
+            out.push(if stemmed {
+                stem(word)
+            } else {
+                word.to_string()
+            })
+        });
+    }
+
+    /// Calls `f(word, to_stem)` for each word of `text`, in order.
+    pub fn for_each_word(&mut self, text: &str, f: &mut dyn FnMut(&str, bool)) {
+        let mut run = std::mem::take(&mut self.run);
+        run.clear();
+        let mut flush = |run: &mut Vec<char>, this: &mut Self| {
+            if !run.is_empty() {
+                this.split_scripts(run, f);
+                run.clear();
+            }
+        };
+        if text.is_ascii() {
+            for c in text.chars() {
+                if c.is_ascii_alphanumeric() {
+                    run.push(c)
+                } else {
+                    flush(&mut run, self)
+                }
+            }
+        } else {
+            for c in text.nfkd().filter(|&c| !is_combining_mark(c)) {
+                if c.is_alphanumeric() {
+                    run.push(c)
+                } else {
+                    flush(&mut run, self)
+                }
+            }
+        }
+        flush(&mut run, self);
+        self.run = run;
+    }
+
+    /// Splits one alphanumeric run into CJK and other segments.
+    fn split_scripts(&mut self, run: &[char], f: &mut dyn FnMut(&str, bool)) {
+        let mut start = 0;
+        while start < run.len() {
+            let cjk = is_cjk(run[start]);
+            let end = run[start..]
+                .iter()
+                .position(|&c| is_cjk(c) != cjk)
+                .map_or(run.len(), |n| start + n);
+            if cjk {
+                bigrams(&run[start..end], f);
+            } else {
+                self.split_case(&run[start..end], f);
+            }
+            start = end;
         }
     }
-    if !run.is_empty() {
-        split_scripts(&run, out);
+
+    /// Splits a segment at case boundaries and emits its normalised words.
+    fn split_case(&mut self, seg: &[char], f: &mut dyn FnMut(&str, bool)) {
+        let mut start = 0;
+        for i in 1..seg.len() {
+            if is_case_boundary(seg, i) {
+                self.emit(&seg[start..i], f);
+                start = i;
+            }
+        }
+        self.emit(&seg[start..], f);
+    }
+
+    fn emit(&mut self, piece: &[char], f: &mut dyn FnMut(&str, bool)) {
+        self.word.clear();
+        if piece.iter().all(char::is_ascii) {
+            self.word.extend(piece.iter().map(char::to_ascii_lowercase));
+        } else {
+            self.word = piece.iter().collect::<String>().to_lowercase(); // final sigma and all
+        }
+        let word = self.word.as_str();
+        if word.chars().nth(1).is_none() || STOP_WORDS.binary_search(&word).is_ok() {
+            return;
+        }
+        f(word, true);
     }
 }
 
@@ -69,41 +157,13 @@ pub fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F) // CJK Extensions B-F, Compatibility Supplement
 }
 
-/// Splits one alphanumeric run into CJK and other segments.
-fn split_scripts(run: &[char], out: &mut Vec<String>) {
-    let mut start = 0;
-    while start < run.len() {
-        let cjk = is_cjk(run[start]);
-        let end = run[start..]
-            .iter()
-            .position(|&c| is_cjk(c) != cjk)
-            .map_or(run.len(), |n| start + n);
-        if cjk {
-            bigrams(&run[start..end], out);
-        } else {
-            split_case(&run[start..end], out);
-        }
-        start = end;
-    }
-}
-
-fn bigrams(seg: &[char], out: &mut Vec<String>) {
+fn bigrams(seg: &[char], f: &mut dyn FnMut(&str, bool)) {
     if seg.len() == 1 {
-        out.push(seg[0].to_string());
+        f(&seg[0].to_string(), false);
     }
-    out.extend(seg.windows(2).map(|w| w.iter().collect::<String>()));
-}
-
-/// Splits a segment at case boundaries and emits its normalised words.
-fn split_case(seg: &[char], out: &mut Vec<String>) {
-    let mut start = 0;
-    for i in 1..seg.len() {
-        if is_case_boundary(seg, i) {
-            emit(&seg[start..i], out);
-            start = i;
-        }
+    for pair in seg.windows(2) {
+        f(&pair.iter().collect::<String>(), false);
     }
-    emit(&seg[start..], out);
 }
 
 /// True when a new word starts at `seg[i]`.
@@ -125,14 +185,6 @@ pub fn stem(word: &str) -> String {
         .get_or_init(|| Stemmer::create(Algorithm::English))
         .stem(word)
         .into_owned()
-}
-
-fn emit(piece: &[char], out: &mut Vec<String>) {
-    let word: String = piece.iter().collect::<String>().to_lowercase();
-    if word.chars().count() < 2 || STOP_WORDS.binary_search(&word.as_str()).is_ok() {
-        return;
-    }
-    out.push(stem(&word));
 }
 
 #[cfg(test)]
@@ -189,6 +241,16 @@ mod tests {
         assert_eq!(t("a b cd e"), ["cd"]);
         assert_eq!(t("what is the weather in Paris"), ["weather", "in", "pari"]);
         assert_eq!(t("turn off the lights"), ["turn", "off", "light"]);
+    }
+
+    #[test]
+    fn words_come_before_stemming_and_cjk_bigrams_are_not_stemmed() {
+        let mut words = Vec::new();
+        Tokenizer::default().for_each_word("Running 天气 orders", &mut |w, s| {
+            words.push((w.to_string(), s))
+        });
+        let expect = [("running", true), ("天气", false), ("orders", true)];
+        assert_eq!(words, expect.map(|(w, s)| (w.to_string(), s)));
     }
 
     #[test]
