@@ -69,3 +69,10 @@ def test_another_thread_runs_while_the_core_works(big: ts.Index) -> None:
         sys.setswitchinterval(old)
         t.join()
     assert progressed > 0
+
+
+def test_batch_calls_equal_one_call_per_query(big: ts.Index) -> None:
+    singles = [big.select(q, CALLER, 2000) for q in QUERIES]
+    assert [list(s) for s in big.select_many(QUERIES, CALLER, 2000)] == [list(s) for s in singles]
+    assert big.search_many(QUERIES, 7, CALLER) == [big.search(q, 7, CALLER) for q in QUERIES]
+    assert big.select_many([], CALLER, 10) == []

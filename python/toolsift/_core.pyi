@@ -30,6 +30,16 @@ class Index:
     def select(
         self, query: list[tuple[str, float]], caller: list[str], budget_tokens: int, max_taken: int | None = None
     ) -> tuple[npt.NDArray[np.uint32], int, int, npt.NDArray[np.uint32], bool]: ...
+    def search_many(
+        self, queries: list[list[tuple[str, float]]], caller: list[str], k: int
+    ) -> list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]]: ...
+    def select_many(
+        self,
+        queries: list[list[tuple[str, float]]],
+        caller: list[str],
+        budget_tokens: int,
+        max_taken: int | None = None,
+    ) -> list[tuple[npt.NDArray[np.uint32], int, int, npt.NDArray[np.uint32], bool]]: ...
     def select_ranked(
         self, ranked: npt.NDArray[np.uint32], caller: list[str], budget_tokens: int, max_taken: int | None = None
     ) -> tuple[npt.NDArray[np.uint32], int, int, npt.NDArray[np.uint32], bool]: ...

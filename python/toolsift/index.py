@@ -6,7 +6,7 @@ forbidden tool is never scored, returned, counted toward a budget or named anywh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -202,6 +202,26 @@ class Index:
             packed = self._core.select_ranked(order, perms, tokens, cap)
         sel, num_core, used, dropped, over = packed
         return Selection(self, sel, num_core, used, budget, dropped, over)
+
+    def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
+        """:meth:`search` for a batch of queries of one caller, in one call into the core."""
+        k, perms = _count("k", k), _caller(caller)
+        if self._dense is not None or self._rerank is not None:
+            return [self.search(q, k, perms) for q in queries]
+        batch = self._core.search_many([_query(q) for q in queries], perms, k)
+        return [[Hit(self._tools[i], i, s) for i, s in zip(p.tolist(), sc.tolist(), strict=True)] for p, sc in batch]
+
+    def select_many(
+        self, queries: Sequence[str | Query], caller: Caller = None, budget: int | None = None, *, k: int | None = None
+    ) -> list[Selection]:
+        """:meth:`select` for a batch of queries of one caller, in one call into the core."""
+        tokens = UNLIMITED if budget is None else _count("budget", budget)
+        cap = None if k is None else _count("k", k)
+        perms = _caller(caller)
+        if self._dense is not None or self._rerank is not None:
+            return [self.select(q, perms, budget, k=k) for q in queries]
+        batch = self._core.select_many([_query(q) for q in queries], perms, tokens, cap)
+        return [Selection(self, sel, nc, used, budget, dropped, over) for sel, nc, used, dropped, over in batch]
 
 
 def _number(name: str, value: object) -> float:

@@ -135,6 +135,49 @@ impl PyIndex {
         Ok(convert::packing(py, packing))
     }
 
+    /// `search` for many queries in one call (one caller), the GIL released throughout.
+    fn search_many<'py>(
+        &self,
+        py: Python<'py>,
+        queries: Vec<Vec<(String, f32)>>,
+        caller: Vec<String>,
+        k: usize,
+    ) -> PyResult<Vec<HitArrays<'py>>> {
+        let idx = Arc::clone(&self.inner);
+        let all = detached(py, move || {
+            let mask = idx.caller(&caller);
+            queries
+                .iter()
+                .map(|q| idx.search(parts(q), &mask, k))
+                .collect::<Vec<_>>()
+        })?;
+        Ok(all
+            .into_iter()
+            .map(|hits| convert::hits(py, hits))
+            .collect())
+    }
+
+    /// `select` for many queries in one call (one caller), the GIL released throughout.
+    #[pyo3(signature = (queries, caller, budget_tokens, max_taken = None))]
+    fn select_many<'py>(
+        &self,
+        py: Python<'py>,
+        queries: Vec<Vec<(String, f32)>>,
+        caller: Vec<String>,
+        budget_tokens: u64,
+        max_taken: Option<usize>,
+    ) -> PyResult<Vec<PackingTuple<'py>>> {
+        let idx = Arc::clone(&self.inner);
+        let all = detached(py, move || {
+            let mask = idx.caller(&caller);
+            queries
+                .iter()
+                .map(|q| idx.select(parts(q), &mask, budget_tokens, max_taken))
+                .collect::<Vec<_>>()
+        })?;
+        Ok(all.into_iter().map(|p| convert::packing(py, p)).collect())
+    }
+
     /// Like `select`, but packs the given ranking (best first) instead of the lexical one.
     #[pyo3(signature = (ranked, caller, budget_tokens, max_taken = None))]
     fn select_ranked<'py>(
