@@ -17,6 +17,9 @@ pub enum Error {
         expected: usize,
         got: usize,
     },
+    /// A snapshot that cannot be loaded: foreign, future, truncated, corrupted or malformed.
+    #[error("invalid index snapshot: {reason}")]
+    Snapshot { reason: String },
     /// More tools than a `u32` document id can address.
     #[error("catalog too large: more than {max} tools")]
     TooManyTools { max: usize },

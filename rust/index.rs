@@ -210,17 +210,17 @@ impl IndexBuilder {
 /// Immutable, thread-safe index over a catalog.
 #[derive(Debug, Clone)]
 pub struct Index {
-    params: Bm25Params,
-    vocab: Vocab,
-    postings: Postings,
-    costs: Vec<u32>,
-    core: Vec<DocId>,
-    is_core: Vec<bool>,
-    perms: PermissionTable,
+    pub(crate) params: Bm25Params,
+    pub(crate) vocab: Vocab,
+    pub(crate) postings: Postings,
+    pub(crate) costs: Vec<u32>,
+    pub(crate) core: Vec<DocId>,
+    pub(crate) is_core: Vec<bool>,
+    pub(crate) perms: PermissionTable,
     /// The smallest cost of a non-core tool: once less budget is left, packing can stop.
-    min_cost: u64,
+    pub(crate) min_cost: u64,
     /// The mean cost of a non-core tool, to size a selection's first batch of candidates.
-    mean_cost: u64,
+    pub(crate) mean_cost: u64,
 }
 
 impl Index {

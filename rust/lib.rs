@@ -14,6 +14,7 @@ pub mod index;
 pub mod maxscore;
 pub mod permissions;
 pub mod postings;
+pub mod snapshot;
 pub mod tokenizer;
 pub mod topk;
 pub mod vocab;

@@ -79,6 +79,41 @@ impl PermissionTable {
             .all(|&p| caller.holds(p))
     }
 
+    /// `(names by id, offsets, required ids)`, for snapshots.
+    pub fn parts(&self) -> (Vec<&str>, &[usize], &[PermId]) {
+        let mut names = vec![""; self.ids.len()];
+        for (name, &id) in &self.ids {
+            names[id as usize] = name;
+        }
+        (names, &self.offsets, &self.required)
+    }
+
+    /// A table from its parts, checked like [`Postings::from_parts`](crate::postings::Postings::from_parts).
+    pub fn from_parts(
+        names: Vec<String>,
+        offsets: Vec<usize>,
+        required: Vec<PermId>,
+        num_docs: usize,
+    ) -> Option<Self> {
+        let n = names.len();
+        let ids: HashMap<String, PermId> = names
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (p, i as PermId))
+            .collect();
+        let ok = ids.len() == n
+            && offsets.len() == num_docs + 1
+            && offsets.first() == Some(&0)
+            && offsets.last() == Some(&required.len())
+            && offsets.windows(2).all(|w| w[0] <= w[1])
+            && required.iter().all(|&p| (p as usize) < n);
+        ok.then_some(PermissionTable {
+            ids,
+            offsets,
+            required,
+        })
+    }
+
     /// Number of distinct permission strings in the catalog.
     pub fn num_permissions(&self) -> usize {
         self.ids.len()

@@ -99,6 +99,48 @@ impl Postings {
         self.max_tfs.get(term as usize).copied().unwrap_or(0.0)
     }
 
+    /// The flat arrays `(offsets, docs, tfs, max_tfs)`, for snapshots.
+    pub fn parts(&self) -> (&[usize], &[DocId], &[f32], &[f32]) {
+        (&self.offsets, &self.docs, &self.tfs, &self.max_tfs)
+    }
+
+    /// Postings from flat arrays, checked: offsets start at 0, never fall and end at the number
+    /// of postings; each list is strictly ascending and below `num_docs`; frequencies are finite,
+    /// positive and at most their list's maximum.
+    pub fn from_parts(
+        offsets: Vec<usize>,
+        docs: Vec<DocId>,
+        tfs: Vec<f32>,
+        max_tfs: Vec<f32>,
+        num_docs: usize,
+    ) -> Option<Self> {
+        let shape_ok = offsets.first() == Some(&0)
+            && offsets.last() == Some(&docs.len())
+            && tfs.len() == docs.len()
+            && max_tfs.len() + 1 == offsets.len()
+            && offsets.windows(2).all(|w| w[0] <= w[1]);
+        if !shape_ok {
+            return None;
+        }
+        for (t, w) in offsets.windows(2).enumerate() {
+            let (list, freqs) = (&docs[w[0]..w[1]], &tfs[w[0]..w[1]]);
+            let sorted = list.windows(2).all(|p| p[0] < p[1])
+                && list.last().is_none_or(|&d| (d as usize) < num_docs);
+            let freqs_ok = freqs
+                .iter()
+                .all(|&f| f.is_finite() && f > 0.0 && f <= max_tfs[t]);
+            if !sorted || !freqs_ok || !max_tfs[t].is_finite() {
+                return None;
+            }
+        }
+        Some(Postings {
+            offsets,
+            docs,
+            tfs,
+            max_tfs,
+        })
+    }
+
     /// Total number of postings.
     pub fn num_postings(&self) -> usize {
         self.docs.len()

@@ -27,6 +27,26 @@ impl Vocab {
         self.ids.get(term).copied()
     }
 
+    /// Every term, indexed by its id.
+    pub fn terms(&self) -> Vec<&str> {
+        let mut out = vec![""; self.ids.len()];
+        for (term, &id) in &self.ids {
+            out[id as usize] = term;
+        }
+        out
+    }
+
+    /// A dictionary whose term `i` is `terms[i]`; `None` if a term repeats.
+    pub fn from_terms(terms: Vec<String>) -> Option<Self> {
+        let n = terms.len();
+        let ids: HashMap<String, TermId> = terms
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (t, i as TermId))
+            .collect();
+        (ids.len() == n).then_some(Vocab { ids })
+    }
+
     /// Number of distinct terms.
     pub fn len(&self) -> usize {
         self.ids.len()

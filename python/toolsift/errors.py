@@ -71,6 +71,10 @@ class InvalidParameterError(ToolsiftError, ValueError):
     """A search, selection or build parameter is out of its domain (k, budget, k1, b, weights)."""
 
 
+class SnapshotError(ToolsiftError, ValueError):
+    """A saved index cannot be loaded: not a snapshot, a newer format, truncated or corrupted."""
+
+
 class InternalError(ToolsiftError, RuntimeError):
     """The Rust core failed unexpectedly; the index is unchanged. Please report it."""
 
@@ -86,6 +90,7 @@ __all__ = [
     "InvalidToolError",
     "InvalidToolTypeError",
     "SchemaError",
+    "SnapshotError",
     "ToolsiftError",
     "UnknownToolError",
 ]

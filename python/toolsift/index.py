@@ -7,6 +7,7 @@ forbidden tool is never scored, returned, counted toward a budget or named anywh
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from . import _core
 from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
-from .errors import InvalidParameterError, InvalidToolError, UnknownToolError
+from .errors import InvalidParameterError, InvalidToolError, SnapshotError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
 from .query import Query
 from .registry import Catalog, Tool
@@ -91,7 +92,7 @@ class Index:
         depth: int = 100,
         dense_options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._tools: tuple[Tool, ...] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
+        self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
         self._positions = {t.name: i for i, t in enumerate(self._tools)}
         counter = count_tokens or default_token_count
         costs = [t.cost_tokens if t.cost_tokens is not None else _cost(t, counter) for t in self._tools]
@@ -107,11 +108,55 @@ class Index:
             k1=_number("k1", k1),
         )
 
+        self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
+
+    def _set_ranking(
+        self,
+        embedder: Embedder | None,
+        alpha: float,
+        rerank: Reranker | None,
+        depth: int,
+        dense_options: Mapping[str, Any] | None,
+        vectors: np.ndarray | None,
+    ) -> None:
         self._embedder, self._alpha, self._rerank, self._depth = embedder, alpha, rerank, _count("depth", depth)
         self._dense: DenseIndex | None = None
         if embedder is not None:
-            vectors = unit_rows(embedder.embed([dense_text(t) for t in self._tools]), "embedder output", self.names)
+            if vectors is None:
+                vectors = unit_rows(embedder.embed([dense_text(t) for t in self._tools]), "embedder output", self.names)
             self._dense = DenseIndex(vectors, **(dense_options or {}))
+
+    def save(self, path: str | Path) -> None:
+        """Writes the index (catalog, core index, tool vectors) to one file, atomically."""
+        from .snapshot import save
+
+        vectors = None if self._dense is None else self._dense.vectors
+        save(path, self._tools, self._core.to_bytes(), vectors, {"alpha": self._alpha, "depth": self._depth})
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        *,
+        embedder: Embedder | None = None,
+        rerank: Reranker | None = None,
+        dense_options: Mapping[str, Any] | None = None,
+    ) -> Index:
+        """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
+        side (its stored tool vectors are reused); a file that is not a valid snapshot raises
+        :class:`~toolsift.errors.SnapshotError`."""
+        from .snapshot import load
+
+        tools, core_bytes, vectors, options = load(path)
+        index = cls.__new__(cls)
+        index._tools = tools
+        index._positions = {name: i for i, name in enumerate(tools.names)}
+        index._core = _core.Index.from_bytes(core_bytes)
+        if len(index._core) != len(tools):
+            raise SnapshotError(f"{path}: the catalog and the core index disagree")
+        keep = vectors if embedder is not None else None
+        index._set_ranking(embedder, float(options["alpha"]), rerank, int(options["depth"]), dense_options, keep)
+        return index
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -119,7 +164,7 @@ class Index:
     @property
     def names(self) -> list[str]:
         """Tool names in registry order."""
-        return [t.name for t in self._tools]
+        return list(self._positions)
 
     def __repr__(self) -> str:
         return f"Index({len(self)} tools, {self._core.num_terms} terms, {self._core.num_postings} postings)"

@@ -30,6 +30,7 @@ impl From<Error> for PyErr {
             Error::InvalidParameter { .. } => "InvalidParameterError",
             Error::LengthMismatch { .. } => "InvalidParameterError",
             Error::TooManyTools { .. } => "CatalogTooLargeError",
+            Error::Snapshot { .. } => "SnapshotError",
         };
         raise(class, e.to_string())
     }

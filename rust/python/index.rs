@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
@@ -91,6 +92,23 @@ impl PyIndex {
         let built = detached(py, || build(&fields, &perms, &costs, &core, params))??;
         Ok(PyIndex {
             inner: Arc::new(built),
+        })
+    }
+
+    /// The index as snapshot bytes (format version and checksum included).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let idx = Arc::clone(&self.inner);
+        let bytes = detached(py, move || idx.to_bytes())?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// An index from snapshot bytes; a bad snapshot raises `SnapshotError`.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let data = data.to_vec();
+        let index = detached(py, move || Index::from_bytes(&data))??;
+        Ok(PyIndex {
+            inner: Arc::new(index),
         })
     }
 
