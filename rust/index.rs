@@ -432,9 +432,33 @@ impl Index {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::bm25::FieldParams;
+
+    /// An index of `(name, description, permission or "", core, cost)` tools: name weight 2,
+    /// description weight 1, b = 0.75 for both.
+    pub(crate) fn two_field_index<'a>(
+        tools: impl IntoIterator<Item = (&'a str, &'a str, &'a str, bool, u32)>,
+    ) -> Index {
+        let field = |weight| FieldParams { weight, b: 0.75 };
+        let mut b = IndexBuilder::new(Bm25Params {
+            k1: 1.2,
+            fields: vec![field(2.0), field(1.0)],
+        })
+        .unwrap();
+        for (name, desc, perm, core, cost_tokens) in tools {
+            let perms: Vec<&str> = if perm.is_empty() { vec![] } else { vec![perm] };
+            b.add(&DocInput {
+                fields: &[name, desc],
+                perms: &perms,
+                cost_tokens,
+                core,
+            })
+            .unwrap();
+        }
+        b.build()
+    }
 
     /// The six-tool support catalog; each tool costs (len(name) + len(desc) + 300) / 4 + 1 tokens.
     fn support() -> Index {
@@ -471,29 +495,9 @@ mod tests {
                 false,
             ),
         ];
-        let fields = vec![
-            FieldParams {
-                weight: 2.0,
-                b: 0.75,
-            },
-            FieldParams {
-                weight: 1.0,
-                b: 0.75,
-            },
-        ];
-        let mut b = IndexBuilder::new(Bm25Params { k1: 1.2, fields }).unwrap();
-        for (name, desc, perm, core) in tools {
-            let perms: Vec<&str> = if perm.is_empty() { vec![] } else { vec![perm] };
-            let cost = ((name.len() + desc.len() + 300) / 4 + 1) as u32;
-            b.add(&DocInput {
-                fields: &[name, desc],
-                perms: &perms,
-                cost_tokens: cost,
-                core,
-            })
-            .unwrap();
-        }
-        b.build()
+        two_field_index(
+            tools.map(|(n, d, p, c)| (n, d, p, c, ((n.len() + d.len() + 300) / 4 + 1) as u32)),
+        )
     }
 
     #[test]
@@ -613,33 +617,12 @@ mod tests {
         }
 
         fn build(docs: &[(String, String, u8, bool, u32)]) -> Index {
-            let fields = vec![
-                FieldParams {
-                    weight: 2.0,
-                    b: 0.75,
-                },
-                FieldParams {
-                    weight: 1.0,
-                    b: 0.5,
-                },
-            ];
-            let mut b = IndexBuilder::new(Bm25Params { k1: 0.9, fields }).unwrap();
             let perms = ["", "a", "b", "c"];
-            for (name, desc, p, core, cost) in docs {
-                let required: Vec<&str> = if *p == 0 {
-                    vec![]
-                } else {
-                    vec![perms[*p as usize]]
-                };
-                b.add(&DocInput {
-                    fields: &[name, desc],
-                    perms: &required,
-                    cost_tokens: *cost,
-                    core: *core,
-                })
-                .unwrap();
-            }
-            b.build()
+            two_field_index(
+                docs.iter().map(|(n, d, p, c, cost)| {
+                    (n.as_str(), d.as_str(), perms[*p as usize], *c, *cost)
+                }),
+            )
         }
 
         proptest! {

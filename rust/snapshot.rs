@@ -104,7 +104,10 @@ impl Reader<'_> {
     fn u32s(&mut self) -> Result<Vec<u32>> {
         let n = self.len(4)?;
         let bytes = self.take(n * 4)?;
-        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
     fn f32s(&mut self) -> Result<Vec<f32>> {
         Ok(self.u32s()?.into_iter().map(f32::from_bits).collect())
@@ -237,37 +240,14 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::{DocInput, IndexBuilder};
     use proptest::prelude::*;
 
     fn sample() -> Index {
-        let fields = vec![
-            FieldParams {
-                weight: 2.0,
-                b: 0.75,
-            },
-            FieldParams {
-                weight: 1.0,
-                b: 0.5,
-            },
-        ];
-        let mut b = IndexBuilder::new(Bm25Params { k1: 0.9, fields }).unwrap();
-        let docs = [
-            ("get_order", "Get an order by id", "orders", false),
-            ("help", "Search help articles", "", true),
-            ("refund", "Refund an order payment", "billing", false),
-        ];
-        for (name, desc, perm, core) in docs {
-            let perms: Vec<&str> = if perm.is_empty() { vec![] } else { vec![perm] };
-            b.add(&DocInput {
-                fields: &[name, desc],
-                perms: &perms,
-                cost_tokens: 40,
-                core,
-            })
-            .unwrap();
-        }
-        b.build()
+        crate::index::tests::two_field_index([
+            ("get_order", "Get an order by id", "orders", false, 40),
+            ("help", "Search help articles", "", true, 40),
+            ("refund", "Refund an order payment", "billing", false, 40),
+        ])
     }
 
     #[test]
