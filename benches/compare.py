@@ -1,10 +1,14 @@
-"""Side-by-side timing of toolsift and the seed's reference select(), in one process, interleaved.
+"""Side-by-side timing of toolsift and its peers, in one process, interleaved.
 
-For every workload and query, each engine selects with the same caller and a 4,000-token budget;
-the two calls alternate so that both see the same machine state. Prints per-query medians, p99 and
-the ratio reference / toolsift, as a table (and as Markdown with ``--markdown``).
+Every engine answers the same ``select``: the tools a caller holding half the permissions may use,
+ranked for the query, packed into a 4,000-token budget. For each query the engines run one after
+another, round after round, so that all see the same machine state. Prints per-query medians,
+p99, the ratio peer / toolsift, and cost growth (time at 100k ÷ time at 10k).
 
-    python benches/compare.py [--sizes 1000 10000 100000] [--rounds 5] [--markdown]
+    python benches/compare.py [--sizes 1000 10000 100000] [--rounds 5] [--no-aws] [--markdown]
+
+Peers: the seed's reference select() (``benches/seedref``), bm25s, tantivy and rank_bm25 (see
+``benches/peers.py``); a peer whose package is missing is left out.
 """
 
 from __future__ import annotations
@@ -18,39 +22,48 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+from peers import PEERS, Select
 from workloads import BUDGET, Workload, aws, zipf
 
 
-def _time(fn, query: str, caller: list[str]) -> float:  # type: ignore[no-untyped-def]
-    t0 = time.perf_counter_ns()
-    fn(query, caller, BUDGET)
-    return (time.perf_counter_ns() - t0) / 1e3
-
-
-def measure(w: Workload, rounds: int) -> dict[str, float]:
-    t0 = time.perf_counter()
-    idx = w.index
-    t1 = time.perf_counter()
-    seed = w.seed
-    t2 = time.perf_counter()
-    ours, ref = [], []
+def measure(w: Workload, rounds: int) -> dict[str, dict[str, float]]:
+    engines: dict[str, Select] = {}
+    builds: dict[str, float] = {}
+    for name, make in PEERS.items():
+        t0 = time.perf_counter()
+        engine = make(w)
+        if engine is not None:
+            engines[name], builds[name] = engine, time.perf_counter() - t0
+    times: dict[str, list[float]] = {name: [] for name in engines}
     for q in w.queries:  # warm-up
-        idx.select(q, w.caller, BUDGET)
-        seed.select(q, w.caller, BUDGET)
+        for engine in engines.values():
+            engine(q, w.caller, BUDGET)
     for _ in range(rounds):
         for q in w.queries:
-            ours.append(_time(idx.select, q, w.caller))
-            ref.append(_time(seed.select, q, w.caller))
-    a, b = np.array(ours), np.array(ref)
+            for name, engine in engines.items():
+                t0 = time.perf_counter_ns()
+                engine(q, w.caller, BUDGET)
+                times[name].append((time.perf_counter_ns() - t0) / 1e3)
     return {
-        "tools": len(w.tools),
-        "build_s": t1 - t0,
-        "seed_build_s": t2 - t1,
-        "median": float(np.median(a)),
-        "p99": float(np.percentile(a, 99)),
-        "seed_median": float(np.median(b)),
-        "seed_p99": float(np.percentile(b, 99)),
+        name: {"median": float(np.median(t)), "p99": float(np.percentile(t, 99)), "build_s": builds[name]}
+        for name, t in times.items()
     }
+
+
+def rows(results: dict[str, dict[str, dict[str, float]]]) -> list[list[str]]:
+    out = []
+    for wname, engines in results.items():
+        base = engines["toolsift"]["median"]
+        for name, r in engines.items():
+            ratio = "1.0×" if name == "toolsift" else f"{r['median'] / base:.1f}×"
+            out.append([wname, name, f"{r['median']:.1f}", f"{r['p99']:.1f}", ratio, f"{r['build_s']:.2f}"])
+    growth = [(a, b) for a, b in (("zipf-10k", "zipf-100k"),) if a in results and b in results]
+    for a, b in growth:
+        for name in results[b]:
+            if name in results[a]:
+                g = results[b][name]["median"] / results[a][name]["median"]
+                out.append([f"growth {b} ÷ {a}", name, f"{g:.1f}×", "", "", ""])
+    return out
 
 
 def main() -> None:
@@ -61,46 +74,27 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     workloads = [lambda n=n: zipf(n) for n in args.sizes] + ([] if args.no_aws else [aws])
-    rows = []
+    results = {}
     for make in workloads:
         w = make()
-        rows.append((w.name, measure(w, args.rounds)))
-    head = [
-        "workload",
-        "tools",
-        "toolsift median µs",
-        "toolsift p99 µs",
-        "seed ref median µs",
-        "seed ref p99 µs",
-        "speed-up (median)",
-    ]
-    body = [
-        [
-            name,
-            f"{r['tools']:,}",
-            f"{r['median']:.1f}",
-            f"{r['p99']:.1f}",
-            f"{r['seed_median']:.1f}",
-            f"{r['seed_p99']:.1f}",
-            f"{r['seed_median'] / r['median']:.1f}×",
-        ]
-        for name, r in rows
-    ]
-    machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}"
+        results[w.name] = measure(w, args.rounds)
+    head = ["workload", "engine", "median µs", "p99 µs", "vs toolsift (median)", "build s"]
+    machine = f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}"
+    note = f"select(), budget {BUDGET}, half the permissions, {args.rounds} rounds, {machine}"
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
-        for row in body:
+        for row in rows(results):
             print("| " + " | ".join(row) + " |")
-        print(f"\nselect(), budget {BUDGET} tokens, caller holds half the permissions; {args.rounds} rounds; {machine}")
+        print(f"\n{note}")
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"select(), budget {BUDGET}, half the permissions, {args.rounds} rounds — {machine}")
+    table = Table(title=note)
     for h in head:
-        table.add_column(h, justify="left" if h == "workload" else "right")
-    for row in body:
+        table.add_column(h, justify="left" if h in ("workload", "engine") else "right")
+    for row in rows(results):
         table.add_row(*row)
     Console().print(table)
 

@@ -72,3 +72,15 @@ def test_seed_reference_reproduces_the_seed_example() -> None:
         "order_status",
     ]
     assert [idx.name(i) for i in idx.select("order status", agent, 100)] == ["search_help"]
+
+
+@pytest.mark.parametrize("peer", ["toolsift", "seed ref", "bm25s", "tantivy", "rank_bm25"])
+def test_comparison_peers_select_allowed_tools_within_budget(peer: str) -> None:
+    from peers import PEERS
+
+    w = zipf(1_000)
+    engine = PEERS[peer](w)
+    if engine is None:
+        pytest.skip(f"{peer} is not installed")
+    selections = [engine(q, w.caller, BUDGET) for q in w.queries[:20]]
+    assert _correct(w, selections) and any(selections)
