@@ -1,0 +1,77 @@
+"""The evaluation harness: metrics with known values, labelled files, the runner and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import toolsift as ts
+from toolsift.cli import main
+from toolsift.errors import CatalogFormatError
+from toolsift.eval import evaluate, load_files, score_query, toolsift_system
+from toolsift.eval.metrics import complete_at, ndcg_at, recall_at, reciprocal_rank
+
+
+def test_metrics_have_their_textbook_values() -> None:
+    ranked = ["x", "a", "y", "b"]
+    assert recall_at(ranked, {"a", "b"}, 1) == 0.0 and recall_at(ranked, {"a", "b"}, 4) == 1.0
+    assert complete_at(ranked, {"a", "b"}, 3) == 0.0 and complete_at(ranked, {"a", "b"}, 4) == 1.0
+    assert reciprocal_rank(ranked, {"b", "y"}) == 1 / 3
+    ideal = 1 + 1 / math.log2(3)
+    assert ndcg_at(ranked, {"a", "b"}, 10) == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / ideal)
+    assert ndcg_at(["a", "a", "b"], {"a", "b"}, 10) == pytest.approx(
+        (1 + 1 / math.log2(4)) / ideal
+    )  # a repeat gains once
+    assert score_query([], {"a"})["MRR"] == 0.0
+
+
+@pytest.fixture
+def labelled(tmp_path: Path) -> tuple[Path, Path]:
+    tools = tmp_path / "tools.jsonl"
+    ts.Catalog(
+        [
+            ts.Tool("get_weather", "Current weather for a city"),
+            ts.Tool("send_email", "Send an email message to a contact"),
+            ts.Tool("book_flight", "Book a flight between two airports"),
+        ]
+    ).save(tools)
+    queries = tmp_path / "queries.jsonl"
+    rows = [
+        {
+            "id": "1",
+            "query": "is it raining in Paris, what is the weather",
+            "relevant": ["get_weather"],
+            "category": "a",
+        },
+        {"id": "2", "query": "email my boss", "relevant": ["send_email"], "category": "b"},
+        {"id": "3", "query": "book a flight to Rome and email the itinerary", "relevant": ["book_flight", "send_email"]},
+    ]
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tools, queries
+
+
+def test_the_runner_scores_a_labelled_pair_of_files(labelled: tuple[Path, Path]) -> None:
+    data = load_files(*labelled)
+    result = evaluate(toolsift_system(data), data, budget=10_000)
+    assert data.categories() == ["a", "b", "all"]
+    assert result.overall["R@10"] == 1.0 and result.by_category["a"]["R@1"] == 1.0
+    assert result.selection["recall"] == 1.0 and result.latency_us["p50"] > 0
+
+
+def test_queries_naming_unknown_tools_are_refused(labelled: tuple[Path, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "x", "relevant": ["nope"]}\n')
+    with pytest.raises(CatalogFormatError, match="nope"):
+        load_files(labelled[0], bad)
+
+
+def test_eval_command_prints_the_table_and_writes_json(labelled: tuple[Path, Path], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "r.json"
+    args = ["eval", "--tools", str(labelled[0]), "--queries", str(labelled[1]), "--systems", "toolsift", "bm25s"]
+    assert main([*args, "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "| toolsift |" in table and "| bm25s |" in table and "nDCG@10" in table
+    assert [r["system"] for r in json.loads(out.read_text())["results"]] == ["toolsift", "bm25s"]
