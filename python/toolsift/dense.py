@@ -140,8 +140,14 @@ class DenseIndex:
         return self._exact(q, k, allowed)
 
     def _exact(self, q: Vectors, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        scores = self.vectors @ q
         ids = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
-        scores = self.vectors[ids] @ q
+        if allowed is not None:
+            scores = scores[ids]
+        if k < len(ids):  # keep the k best, and every tool tied with the k-th, before sorting
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            ids, scores = ids[keep], scores[keep]
         order = np.lexsort((ids, -scores))[:k]  # score descending, then registry order
         return ids[order].astype(np.uint32), scores[order].astype(np.float32)
 
