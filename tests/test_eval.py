@@ -47,7 +47,7 @@ def labelled(tmp_path: Path) -> tuple[Path, Path]:
             "category": "a",
         },
         {"id": "2", "query": "email my boss", "relevant": ["send_email"], "category": "b"},
-        {"id": "3", "query": "book a flight to Rome and email the itinerary", "relevant": ["book_flight", "send_email"]},
+        {"id": "3", "query": "book a flight to Rome, email the plan", "relevant": ["book_flight", "send_email"]},
     ]
     queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tools, queries
