@@ -35,6 +35,80 @@ pub struct Packing {
     pub complete: bool,
 }
 
+/// Greedy packing fed one candidate at a time, best-ranked first.
+#[derive(Debug)]
+pub struct Packer {
+    out: Packing,
+    taken: Vec<DocId>,
+    budget: u64,
+    cap: usize,
+    min_cost: u64,
+}
+
+impl Packer {
+    /// Starts with the core tools (costing `core_tokens` together) already in.
+    /// `min_cost` is a lower bound on any candidate's cost.
+    pub fn new(
+        core: &[DocId],
+        core_tokens: u64,
+        budget: u64,
+        max_taken: Option<usize>,
+        min_cost: u64,
+    ) -> Self {
+        let mut selected = core.to_vec();
+        selected.sort_unstable();
+        let out = Packing {
+            selected,
+            num_core: core.len(),
+            used_tokens: core_tokens,
+            core_over_budget: core_tokens > budget,
+            ..Packing::default()
+        };
+        Packer {
+            out,
+            taken: Vec::new(),
+            budget,
+            cap: max_taken.unwrap_or(usize::MAX),
+            min_cost,
+        }
+    }
+
+    /// Tokens left in the budget.
+    pub fn remaining(&self) -> u64 {
+        self.budget.saturating_sub(self.out.used_tokens)
+    }
+
+    /// Candidates that may still be taken (the cap minus those taken).
+    pub fn room(&self) -> usize {
+        self.cap - self.taken.len()
+    }
+
+    /// True once no further candidate can be taken.
+    pub fn full(&self) -> bool {
+        self.taken.len() >= self.cap
+            || self.out.used_tokens > self.budget
+            || self.remaining() < self.min_cost
+    }
+
+    /// Offers the next candidate; it is taken if it fits, else recorded as dropped.
+    pub fn offer(&mut self, doc: DocId, cost: u64) {
+        if self.out.used_tokens.saturating_add(cost) <= self.budget {
+            self.out.used_tokens += cost;
+            self.taken.push(doc);
+        } else {
+            self.out.dropped.push((doc, DropReason::OverBudget));
+        }
+    }
+
+    /// The packing, with `complete` telling whether it stopped because it was full.
+    pub fn finish(mut self) -> Packing {
+        self.out.complete = self.full();
+        self.taken.sort_unstable();
+        self.out.selected.extend(self.taken);
+        self.out
+    }
+}
+
 /// Packs `core` then `ranked` (best first) into `budget` tokens; `max_taken` caps the candidates.
 /// `min_cost` is a lower bound on any candidate's cost: packing stops once less budget is left.
 pub fn pack(
@@ -45,37 +119,18 @@ pub fn pack(
     max_taken: Option<usize>,
     min_cost: u64,
 ) -> Packing {
-    let mut out = Packing {
-        selected: core.to_vec(),
-        num_core: core.len(),
-        ..Packing::default()
-    };
-    out.selected.sort_unstable();
-    out.used_tokens = core
+    let core_tokens = core
         .iter()
         .map(|&d| cost(d))
         .fold(0u64, u64::saturating_add);
-    out.core_over_budget = out.used_tokens > budget;
-    let cap = max_taken.unwrap_or(usize::MAX);
-    let mut taken = Vec::new();
+    let mut packer = Packer::new(core, core_tokens, budget, max_taken, min_cost);
     for &doc in ranked {
-        if taken.len() >= cap || budget.saturating_sub(out.used_tokens) < min_cost {
-            out.complete = true;
+        if packer.full() {
             break;
         }
-        let c = cost(doc);
-        match out.used_tokens.checked_add(c) {
-            Some(total) if total <= budget => {
-                out.used_tokens = total;
-                taken.push(doc);
-            }
-            _ => out.dropped.push((doc, DropReason::OverBudget)),
-        }
+        packer.offer(doc, cost(doc));
     }
-    out.complete |= taken.len() >= cap || budget.saturating_sub(out.used_tokens) < min_cost;
-    taken.sort_unstable();
-    out.selected.extend(taken);
-    out
+    packer.finish()
 }
 
 #[cfg(test)]
@@ -103,8 +158,15 @@ mod tests {
     fn core_tools_are_kept_even_over_budget_and_reported() {
         let p = pack(&[0, 1], &[2], |_| 60, 100, None, 0);
         assert_eq!(p.selected, [0, 1]);
-        assert!(p.core_over_budget);
-        assert_eq!(p.dropped, [(2, DropReason::OverBudget)]);
+        assert!(p.core_over_budget && p.complete);
+        assert!(p.dropped.is_empty()); // nothing was even tried
+    }
+
+    #[test]
+    fn nothing_fits_once_core_tools_overrun_the_budget() {
+        let p = pack(&[0], &[1], |d| [5, 0][d as usize], 3, None, 0);
+        assert_eq!(p.selected, [0]);
+        assert!(p.core_over_budget && p.complete);
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! is never scored, ranked, counted toward the budget or returned. Corpus statistics (N, document
 //! frequencies, average field lengths) are those of the whole catalog.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::bm25::{idf, Bm25Params};
-use crate::budget::{pack, Packing};
+use crate::budget::{pack, Packer, Packing};
 use crate::error::{Error, Result};
 use crate::maxscore::{self, TermInput};
 use crate::permissions::{CallerMask, PermissionTable};
@@ -373,23 +373,34 @@ impl Index {
     ) -> Packing {
         let query = query.into();
         let core = self.allowed_core(caller);
-        let skip = |d: DocId| self.is_core[d as usize] || !self.perms.allows(caller, d);
-        let mut k = self.first_k(budget_tokens, max_taken);
-        loop {
-            let ranked: Vec<DocId> = self.top_k(&query, skip, k).iter().map(|h| h.doc).collect();
-            let packing = pack(
-                &core,
-                &ranked,
-                |d| u64::from(self.cost(d)),
-                budget_tokens,
-                max_taken,
-                self.min_cost,
-            );
-            if packing.complete || ranked.len() < k {
-                return packing;
+        let core_tokens = core.iter().map(|&d| u64::from(self.cost(d))).sum();
+        let mut packer = Packer::new(&core, core_tokens, budget_tokens, max_taken, self.min_cost);
+        let mut examined: HashSet<DocId> = HashSet::new();
+        // The first round ranks every candidate, so the best-ranked tools that do not fit are
+        // reported as dropped. Later rounds rank only tools not yet examined that could still
+        // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
+        let mut limit = u64::MAX;
+        while !packer.full() {
+            let k = self.first_k(packer.remaining(), Some(packer.room()));
+            let skip = |d: DocId| {
+                self.is_core[d as usize]
+                    || u64::from(self.cost(d)) > limit
+                    || examined.contains(&d)
+                    || !self.perms.allows(caller, d)
+            };
+            let ranked = self.top_k(&query, skip, k);
+            for hit in &ranked {
+                examined.insert(hit.doc);
+                if !packer.full() {
+                    packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
+                }
             }
-            k = k.saturating_mul(4);
+            if ranked.len() < k {
+                break;
+            }
+            limit = packer.remaining();
         }
+        packer.finish()
     }
 
     /// Core tools, then tools of an externally ranked list (fused, reranked) that fit in

@@ -135,7 +135,9 @@ class Selection(Sequence[int]):
 
     @property
     def dropped(self) -> tuple[Dropped, ...]:
-        """Tools that matched but did not fit the budget, best-ranked first."""
+        """Best-ranked matching tools that were skipped because they did not fit the budget, in rank
+        order. Only tools the packer examined are listed: the first batch of candidates (about
+        what the budget can hold), then, while budget is left, only tools cheap enough to fit."""
         idx = self._index
         return tuple(Dropped(idx.tool(i), i, idx.cost(i), "over_budget") for i in self._dropped.tolist())
 
