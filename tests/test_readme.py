@@ -17,6 +17,16 @@ def test_readme_quickstart_runs() -> None:
     exec(compile(code.group(1), str(README), "exec"), {})
 
 
+def test_readme_toolbox_example_runs_after_the_quickstart() -> None:
+    text = README.read_text(encoding="utf-8")
+    quick = re.search(r"## Quickstart\n\n```python\n(.*?)```", text, re.S)
+    box = re.search(r"## Agent toolbox.*?```python\n(.*?)```", text, re.S)
+    assert quick and box
+    namespace: dict[str, object] = {}
+    exec(compile(quick.group(1) + box.group(1), str(README), "exec"), namespace)
+    assert [t["function"]["name"] for t in namespace["tools"]] == ["search_help", "tool_search", "call_tool"]  # type: ignore[index]
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     text = README.read_text(encoding="utf-8")
     command = re.search(r"<!-- test-command -->\n```sh\n(.*?)\n```", text, re.S)

@@ -11,6 +11,7 @@ from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbe
 from .index import Hit, Index
 from .query import Query
 from .registry import Catalog, Tool
+from .tiers import Hooks, Tier, Toolbox, ToolEvent, ToolTierOptions
 
 __all__ = [
     "Catalog",
@@ -18,12 +19,17 @@ __all__ = [
     "Dropped",
     "Embedder",
     "Hit",
+    "Hooks",
     "Index",
     "OpenAIEmbedder",
     "Query",
     "Selection",
     "SentenceTransformerEmbedder",
+    "Tier",
     "Tool",
+    "ToolEvent",
+    "ToolTierOptions",
+    "Toolbox",
     "__version__",
     "default_embedder",
     "default_token_count",

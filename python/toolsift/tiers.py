@@ -1,0 +1,262 @@
+"""Tool tiers and the Toolbox: a small, stable tools array with on-demand search.
+
+With tiers, the tools array sent to the model is the *core* tools (full schemas, sorted by name),
+then two meta-tools: ``tool_search`` and ``call_tool``. Every other tool the caller may use is
+*listed* (``- name — first line`` inside tool_search's description) or *deferred* (named only).
+``tool_search`` returns full definitions as JSON in the tool result, so the tools array, and the
+cached prompt prefix, never change mid-session. ``call_tool`` is unwrapped before hooks run, so
+``before_tool`` hooks, permission checks and logs see the real tool (with ``via="call_tool"``).
+
+The plan is built on first use and then frozen; :meth:`Toolbox.reset` rebuilds it (new usage
+counts take effect only then). While core schemas plus the two meta-tools exceed the budget, the
+least-used core tool moves to listed (ties: larger schema, then name), then the least-used listed
+tool to deferred.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .assemble import default_token_count, to_anthropic, to_mcp, to_openai
+from .errors import InvalidParameterError, ToolsiftError, UnknownToolError
+from .index import Caller, Index, _caller
+from .query import Query
+from .registry import Catalog, Tool
+
+SEARCH, CALL = "tool_search", "call_tool"
+DEFAULT_LIMIT = 5
+
+
+class Tier(str, enum.Enum):
+    """Where a tool sits in the plan."""
+
+    CORE = "core"
+    LISTED = "listed"
+    DEFERRED = "deferred"
+
+
+@dataclass
+class ToolTierOptions:
+    """Tiering options (the ``tool_tiers`` design).
+
+    Attributes:
+        core: Tools always sent with full schemas.
+        deferred: Tools named only; every other tool is listed.
+        budget_tokens: Cap on what is sent up front; 0 means ``context_window // 20``.
+        context_window: The model's context window, in tokens.
+        usage_count: ``usage_count(name) -> int``, read when the plan is built.
+        count_tokens: ``count_tokens(definition) -> int``; default ``ceil(bytes / 4)``.
+    """
+
+    core: Sequence[str] = ()
+    deferred: Sequence[str] = ()
+    budget_tokens: int = 0
+    context_window: int = 128_000
+    usage_count: Callable[[str], int] | None = None
+    count_tokens: Callable[[dict[str, Any]], int] | None = None
+
+    def budget(self) -> int:
+        """The effective budget in tokens."""
+        return self.budget_tokens or self.context_window // 20
+
+
+class MissingHandlerError(ToolsiftError, LookupError):
+    """The tool exists and the caller may use it, but the toolbox has no handler to run it."""
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """What a hook sees: the real tool, its arguments, the caller and how it was reached."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    caller: tuple[str, ...]
+    via: str | None = None
+
+
+@dataclass
+class Hooks:
+    """Callbacks around tool execution. ``before_tool`` may raise to refuse a call."""
+
+    before_tool: Callable[[ToolEvent], None] | None = None
+    after_tool: Callable[[ToolEvent, Any], None] | None = None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+@dataclass
+class Toolbox:
+    """Framework-neutral tool handling for one caller: tiers, meta-tools, hooks and execution.
+
+    Args:
+        catalog: The tools, as a :class:`Catalog` (indexed here) or a built :class:`Index`.
+        tiers: Tier options; ``None`` sends every tool the caller may use.
+        caller: Permissions of the caller; only tools it may use are ever named or run.
+        handlers: ``{name: fn(arguments) -> result}``.
+        hooks: Callbacks around every real tool call.
+    """
+
+    catalog: Catalog | Index
+    tiers: ToolTierOptions | None = None
+    caller: Caller = None
+    handlers: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)
+    hooks: Hooks = field(default_factory=Hooks)
+
+    def __post_init__(self) -> None:
+        self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
+        self._perms = tuple(_caller(self.caller))
+        self._plan: dict[str, Tier] | None = None
+        self.used: dict[str, int] = {}
+        """Calls per tool in this session."""
+
+    # -- the plan ---------------------------------------------------------------------------
+    def _allowed(self) -> list[Tool]:
+        return [
+            t for t in (self.index.tool(i) for i in range(len(self.index))) if self.index.allows(self._perms, t.name)
+        ]
+
+    def _cost(self, definition: dict[str, Any]) -> int:
+        counter = (self.tiers.count_tokens if self.tiers else None) or default_token_count
+        return int(counter(definition))
+
+    def plan(self) -> dict[str, Tier]:
+        """``{name: tier}`` for every tool the caller may use; built on first use, then frozen."""
+        if self._plan is None:
+            self._plan = self._build_plan()
+        return dict(self._plan)
+
+    def reset(self) -> None:
+        """Forgets the plan (and the session's usage) so the next use rebuilds it."""
+        self._plan = None
+        self.used.clear()
+
+    def _build_plan(self) -> dict[str, Tier]:
+        tools = self._allowed()
+        opts = self.tiers or ToolTierOptions(core=[t.name for t in tools])
+        plan = {t.name: Tier.LISTED for t in tools}
+        for name in opts.deferred:
+            if name in plan:
+                plan[name] = Tier.DEFERRED
+        for name in opts.core:
+            if name in plan:
+                plan[name] = Tier.CORE
+        if self.tiers is None:
+            return plan
+        usage = opts.usage_count or (lambda name: 0)
+        by_name = {t.name: t for t in tools}
+        size = {n: self._cost(by_name[n].definition()) for n in plan}
+
+        def total() -> int:
+            core = sum(size[n] for n, tier in plan.items() if tier is Tier.CORE)
+            return core + sum(self._cost(d) for d in self._meta_definitions(plan))
+
+        for tier, to in ((Tier.CORE, Tier.LISTED), (Tier.LISTED, Tier.DEFERRED)):
+            while total() > opts.budget():
+                members = [n for n, t in plan.items() if t is tier]
+                if not members:
+                    break
+                plan[min(members, key=lambda n: (usage(n), -size[n], n))] = to
+        return plan
+
+    # -- what is sent --------------------------------------------------------------------------
+    def _meta_definitions(self, plan: Mapping[str, Tier]) -> list[dict[str, Any]]:
+        listed = sorted(n for n, t in plan.items() if t is Tier.LISTED)
+        deferred = sorted(n for n, t in plan.items() if t is Tier.DEFERRED)
+        lines = ["Search the other available tools by what they do, and load their full definitions "
+                 f"(returned as JSON). Query `select:name1,name2` loads tools by exact name. Call a loaded "
+                 f"tool with {CALL}."]  # fmt: skip
+        if listed:
+            lines += ["Tools:"] + [f"- {n} — {_first_line(self.index.get(n, self._perms).description)}" for n in listed]
+        if deferred:
+            lines.append("Also available: " + ", ".join(deferred))
+        search = {
+            "name": SEARCH,
+            "description": "\n".join(lines),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the tool should do, or select:name1,name2"},
+                    "limit": {"type": "integer", "description": f"Most tools to return (default {DEFAULT_LIMIT})"},
+                },
+                "required": ["query"],
+            },
+        }
+        call = {
+            "name": CALL,
+            "description": f"Call a tool loaded with {SEARCH}, by name, with its arguments.",
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+                "required": ["name", "arguments"],
+            },
+        }
+        return [search, call]
+
+    def tools(self, format: str = "openai") -> list[dict[str, Any]]:
+        """The tools array: core tools sorted by name, then ``tool_search`` and ``call_tool``."""
+        plan = self.plan()
+        core = [self.index.get(n, self._perms) for n in sorted(n for n, t in plan.items() if t is Tier.CORE)]
+        if self.tiers is None:
+            return _emit(core, format)
+        meta = [Tool(d["name"], d["description"], d["parameters"]) for d in self._meta_definitions(plan)]
+        return _emit([*core, *meta], format)
+
+    # -- execution -----------------------------------------------------------------------------
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """Runs a tool call from the model: ``tool_search``, ``call_tool`` or a tool by name."""
+        arguments = dict(arguments or {})
+        if self.tiers is not None and name == SEARCH:
+            return self._search(arguments)
+        via = None
+        if self.tiers is not None and name == CALL:
+            target, inner = arguments.get("name"), arguments.get("arguments", {})
+            if not isinstance(target, str) or not isinstance(inner, Mapping):
+                raise InvalidParameterError("call_tool needs a string 'name' and an object 'arguments'")
+            name, arguments, via = target, dict(inner), CALL
+        if not self.index.allows(self._perms, name):
+            raise UnknownToolError(name)  # forbidden and unknown look the same
+        event = ToolEvent(name, arguments, self._perms, via)
+        if self.hooks.before_tool:
+            self.hooks.before_tool(event)
+        handler = self.handlers.get(name)
+        if handler is None:
+            raise MissingHandlerError(f"no handler is registered for tool {name!r}")
+        result = handler(arguments)
+        self.used[name] = self.used.get(name, 0) + 1
+        if self.hooks.after_tool:
+            self.hooks.after_tool(event, result)
+        return result
+
+    def _search(self, arguments: Mapping[str, Any]) -> str:
+        query, limit = arguments.get("query", ""), arguments.get("limit", DEFAULT_LIMIT)
+        if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidParameterError("tool_search needs a string 'query' and a non-negative integer 'limit'")
+        if query.startswith("select:"):
+            wanted = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
+            found = [self.index.get(n, self._perms) for n in wanted if self.index.allows(self._perms, n)]
+        else:
+            found = [h.tool for h in self.index.search(query, k=limit, caller=self._perms)]
+        return json.dumps([t.definition() for t in found], ensure_ascii=False)
+
+    def select(
+        self, messages: Sequence[Mapping[str, Any]], budget: int | None = None, format: str = "openai"
+    ) -> list[dict[str, Any]]:
+        """Selection mode: the tools for this turn, chosen from the conversation within ``budget``;
+        tools already used in the session stay loaded."""
+        sel = self.index.select(Query.from_messages(messages), self._perms, budget)
+        names = set(sel.names) | {n for n in self.used if self.index.allows(self._perms, n)}
+        order = [self.index.tool(i) for i in range(len(self.index)) if self.index.name(i) in names]
+        return _emit(sorted(order, key=lambda t: not t.core), format)
+
+
+def _emit(tools: Iterable[Tool], format: str) -> list[dict[str, Any]]:
+    emitters = {"openai": to_openai, "anthropic": to_anthropic, "mcp": to_mcp}
+    if format not in emitters:
+        raise InvalidParameterError(f"format must be one of {sorted(emitters)}, not {format!r}")
+    return emitters[format](tools)

@@ -1,0 +1,129 @@
+"""Tool tiers and the Toolbox: the seed's three examples, and the permission guarantees."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import toolsift as ts
+from toolsift.errors import UnknownToolError
+from toolsift.tiers import Hooks, MissingHandlerError, Tier, Toolbox, ToolEvent, ToolTierOptions
+
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def names(tools: list[dict[str, Any]]) -> list[str]:
+    return [t["function"]["name"] for t in tools]
+
+
+def test_only_core_schemas_go_out_and_tool_search_names_the_rest() -> None:
+    catalog = ts.Catalog(
+        [
+            ts.Tool("read_file", "Read a file"),
+            ts.Tool("weather", "Current weather for a city"),
+            ts.Tool("stocks", "Stock quote"),
+        ]
+    )
+    box = Toolbox(catalog, tiers=ToolTierOptions(core=["read_file"], deferred=["stocks"]))
+    tools = box.tools()
+    assert names(tools) == ["read_file", "tool_search", "call_tool"]
+    search = tools[1]["function"]["description"]
+    assert "weather" in search and "stocks" in search
+    assert "- weather — Current weather for a city" in search
+    assert box.plan() == {"read_file": Tier.CORE, "weather": Tier.LISTED, "stocks": Tier.DEFERRED}
+    assert tools == box.tools()  # byte-identical across turns
+    assert [t["name"] for t in box.tools("anthropic")] == ["read_file", "tool_search", "call_tool"]
+
+
+def test_search_then_call_tool_runs_the_real_tool_and_the_hook_sees_only_it() -> None:
+    catalog = ts.Catalog([ts.Tool("weather", "Current weather for a city", WEATHER_SCHEMA)])
+    gated: list[ToolEvent] = []
+    box = Toolbox(
+        catalog,
+        tiers=ToolTierOptions(),
+        handlers={"weather": lambda a: f"sunny in {a['city']}"},
+        hooks=Hooks(before_tool=gated.append),
+    )
+    found = json.loads(box.call("tool_search", {"query": "select:weather"}))
+    assert found == [{"name": "weather", "description": "Current weather for a city", "parameters": WEATHER_SCHEMA}]
+    out = box.call("call_tool", {"name": "weather", "arguments": {"city": "Paris"}})
+    assert out == "sunny in Paris"
+    assert [(e.name, e.via) for e in gated] == [("weather", "call_tool")]
+
+
+def test_budget_demotes_the_least_used_core_tools_and_the_plan_is_frozen_until_reset() -> None:
+    tools = [ts.Tool(n, f"Tool {n} " + "x" * 200) for n in ("alpha", "beta", "gamma")]
+    usage = {"alpha": 10, "beta": 1, "gamma": 5}
+    opts = ToolTierOptions(
+        core=["alpha", "beta", "gamma"],
+        budget_tokens=300,
+        count_tokens=lambda d: 100,
+        usage_count=lambda n: usage.get(n, 0),
+    )
+    box = Toolbox(ts.Catalog(tools), tiers=opts)
+    first = box.plan()
+    assert first["alpha"] is Tier.CORE and first["beta"] is not Tier.CORE
+    usage["beta"] = 100
+    assert box.plan()["beta"] == first["beta"]
+    box.reset()
+    assert box.plan()["beta"] is Tier.CORE
+
+
+def test_ties_in_usage_demote_the_larger_schema_then_by_name() -> None:
+    tools = [ts.Tool("aa", "x"), ts.Tool("bb", "y" * 400), ts.Tool("cc", "z")]
+    opts = ToolTierOptions(core=["aa", "bb", "cc"], budget_tokens=1)
+    assert ToolTierOptions().budget() == 128_000 // 20
+    plan = Toolbox(ts.Catalog(tools), tiers=opts).plan()
+    assert set(plan.values()) == {Tier.DEFERRED}  # nothing fits: core to listed, then listed to deferred
+
+
+def test_a_caller_never_sees_a_forbidden_tool_anywhere() -> None:
+    catalog = ts.Catalog(
+        [
+            ts.Tool("read_file", "Read a file"),
+            ts.Tool("wire_money", "Wire money abroad", permissions="treasury"),
+            ts.Tool("weather", "Current weather for a city"),
+        ]
+    )
+    box = Toolbox(
+        catalog, tiers=ToolTierOptions(core=["read_file", "wire_money"]), handlers={"wire_money": lambda a: "sent"}
+    )
+    shown = json.dumps([box.tools(), box.plan(), box.call("tool_search", {"query": "wire money abroad"})])
+    shown += box.call("tool_search", {"query": "select:wire_money,weather"})
+    assert "wire_money" not in shown and "weather" in shown
+    errors = []
+    for name in ("wire_money", "no_such_tool"):
+        for call in (
+            lambda n=name: box.call(n, {}),
+            lambda n=name: box.call("call_tool", {"name": n, "arguments": {}}),
+        ):
+            with pytest.raises(UnknownToolError) as e:
+                call()
+            errors.append(str(e.value).replace(name, "NAME"))
+    assert len(set(errors)) == 1
+    allowed = Toolbox(catalog, caller=["treasury"], tiers=ToolTierOptions(), handlers={"wire_money": lambda a: "sent"})
+    assert allowed.call("call_tool", {"name": "wire_money", "arguments": {}}) == "sent"
+
+
+def test_a_hook_can_refuse_and_a_missing_handler_is_a_clear_error() -> None:
+    def deny(event: ToolEvent) -> None:
+        raise PermissionError(f"{event.name} needs approval")
+
+    catalog = ts.Catalog([ts.Tool("delete_all", "Delete everything"), ts.Tool("ping", "Ping")])
+    box = Toolbox(
+        catalog, tiers=ToolTierOptions(), hooks=Hooks(before_tool=deny), handlers={"delete_all": lambda a: "gone"}
+    )
+    with pytest.raises(PermissionError):
+        box.call("delete_all", {})
+    with pytest.raises(MissingHandlerError):
+        Toolbox(catalog).call("ping", {})
+
+
+def test_selection_mode_keeps_tools_used_in_the_session() -> None:
+    catalog = ts.Catalog([ts.Tool("order_status", "Order shipping status"), ts.Tool("refund", "Refund a payment")])
+    box = Toolbox(catalog, handlers={"refund": lambda a: "ok"})
+    assert names(box.select([{"role": "user", "content": "where is my order"}])) == ["order_status"]
+    box.call("refund", {})
+    assert names(box.select([{"role": "user", "content": "where is my order"}])) == ["order_status", "refund"]
