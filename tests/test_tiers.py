@@ -127,3 +127,46 @@ def test_selection_mode_keeps_tools_used_in_the_session() -> None:
     assert names(box.select([{"role": "user", "content": "where is my order"}])) == ["order_status"]
     box.call("refund", {})
     assert names(box.select([{"role": "user", "content": "where is my order"}])) == ["order_status", "refund"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_usage_pins_after_warm_up_ages_with_its_half_life_and_moves_only_at_reset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    store = ts.UsageStore(tmp_path / "usage.sqlite", half_life_s=100.0, warmup=2, clock=clock)
+    tools = [ts.Tool(n, f"Tool {n}") for n in ("alpha", "beta", "gamma")]
+    opts = ToolTierOptions(
+        core=["alpha", "beta", "gamma"],
+        budget_tokens=300,
+        count_tokens=lambda d: 100,
+        usage_count=store.usage_count("ann"),
+    )
+    handlers = {n: (lambda a: "ok") for n in ("alpha", "beta", "gamma")}
+    box = Toolbox(ts.Catalog(tools), tiers=opts, handlers=handlers, usage=store, user="ann")
+    assert box.plan()["alpha"] is not Tier.CORE  # no usage yet: ties demote by name
+    box.call("call_tool", {"name": "alpha", "arguments": {}})
+    assert store.score("ann", "alpha") == 0.0  # one call: still warming up
+    box.call("alpha", {})
+    assert store.score("ann", "alpha") == pytest.approx(2.0)
+    assert box.plan()["alpha"] is not Tier.CORE  # the plan is frozen
+    box.reset()
+    assert box.plan()["alpha"] is Tier.CORE
+    clock.now += 100.0
+    assert store.score("ann", "alpha") == pytest.approx(1.0)  # one half-life later
+    assert store.score("bob", "alpha") == 0.0  # per user
+
+
+def test_manual_pins_always_win_over_usage_and_budget() -> None:
+    tools = [ts.Tool(n, f"Tool {n}") for n in ("alpha", "beta", "gamma")]
+    usage = {"alpha": 50, "beta": 0, "gamma": 9}
+    opts = ToolTierOptions(
+        core=["alpha", "gamma"], pinned=["beta"], budget_tokens=300, count_tokens=lambda d: 100, usage_count=usage.get
+    )
+    plan = Toolbox(ts.Catalog(tools), tiers=opts).plan()
+    assert plan["beta"] is Tier.CORE and plan["alpha"] is not Tier.CORE and plan["gamma"] is not Tier.CORE

@@ -12,6 +12,7 @@ from .index import Hit, Index
 from .query import Query
 from .registry import Catalog, Tool
 from .tiers import Hooks, Tier, Toolbox, ToolEvent, ToolTierOptions
+from .usage import UsageStore
 
 __all__ = [
     "Catalog",
@@ -30,6 +31,7 @@ __all__ = [
     "ToolEvent",
     "ToolTierOptions",
     "Toolbox",
+    "UsageStore",
     "__version__",
     "default_embedder",
     "default_token_count",

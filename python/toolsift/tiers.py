@@ -26,6 +26,7 @@ from .errors import InvalidParameterError, ToolsiftError, UnknownToolError
 from .index import Caller, Index, _caller
 from .query import Query
 from .registry import Catalog, Tool
+from .usage import UsageStore
 
 SEARCH, CALL = "tool_search", "call_tool"
 DEFAULT_LIMIT = 5
@@ -44,8 +45,9 @@ class ToolTierOptions:
     """Tiering options (the ``tool_tiers`` design).
 
     Attributes:
-        core: Tools always sent with full schemas.
+        core: Tools sent with full schemas (demoted by usage when over budget).
         deferred: Tools named only; every other tool is listed.
+        pinned: Tools pinned by hand: always core, never demoted.
         budget_tokens: Cap on what is sent up front; 0 means ``context_window // 20``.
         context_window: The model's context window, in tokens.
         usage_count: ``usage_count(name) -> int``, read when the plan is built.
@@ -54,6 +56,7 @@ class ToolTierOptions:
 
     core: Sequence[str] = ()
     deferred: Sequence[str] = ()
+    pinned: Sequence[str] = ()
     budget_tokens: int = 0
     context_window: int = 128_000
     usage_count: Callable[[str], int] | None = None
@@ -100,6 +103,9 @@ class Toolbox:
         caller: Permissions of the caller; only tools it may use are ever named or run.
         handlers: ``{name: fn(arguments) -> result}``.
         hooks: Callbacks around every real tool call.
+        usage: A :class:`~toolsift.usage.UsageStore` that records every real call for ``user``
+            (feed ``usage.usage_count(user)`` to ``ToolTierOptions.usage_count`` to pin by use).
+        user: Who the calls are recorded for.
     """
 
     catalog: Catalog | Index
@@ -107,6 +113,8 @@ class Toolbox:
     caller: Caller = None
     handlers: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)
     hooks: Hooks = field(default_factory=Hooks)
+    usage: UsageStore | None = None
+    user: str = "default"
 
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
@@ -143,7 +151,7 @@ class Toolbox:
         for name in opts.deferred:
             if name in plan:
                 plan[name] = Tier.DEFERRED
-        for name in opts.core:
+        for name in (*opts.core, *opts.pinned):
             if name in plan:
                 plan[name] = Tier.CORE
         if self.tiers is None:
@@ -158,7 +166,7 @@ class Toolbox:
 
         for tier, to in ((Tier.CORE, Tier.LISTED), (Tier.LISTED, Tier.DEFERRED)):
             while total() > opts.budget():
-                members = [n for n, t in plan.items() if t is tier]
+                members = [n for n, t in plan.items() if t is tier and n not in opts.pinned]
                 if not members:
                     break
                 plan[min(members, key=lambda n: (usage(n), -size[n], n))] = to
@@ -229,6 +237,8 @@ class Toolbox:
             raise MissingHandlerError(f"no handler is registered for tool {name!r}")
         result = handler(arguments)
         self.used[name] = self.used.get(name, 0) + 1
+        if self.usage is not None:
+            self.usage.record(self.user, name)
         if self.hooks.after_tool:
             self.hooks.after_tool(event, result)
         return result
