@@ -170,3 +170,18 @@ def test_manual_pins_always_win_over_usage_and_budget() -> None:
     )
     plan = Toolbox(ts.Catalog(tools), tiers=opts).plan()
     assert plan["beta"] is Tier.CORE and plan["alpha"] is not Tier.CORE and plan["gamma"] is not Tier.CORE
+
+
+def test_anthropic_hosted_search_defers_all_but_core_and_references_name_found_tools() -> None:
+    catalog = ts.Catalog(
+        [
+            ts.Tool("read_file", "Read a file"),
+            ts.Tool("weather", "Current weather"),
+            ts.Tool("vault", "Open", permissions="x"),
+        ]
+    )
+    box = Toolbox(catalog, tiers=ToolTierOptions(core=["read_file"]))
+    hosted = box.hosted_search_tools()
+    assert [(t["name"], t.get("defer_loading", False)) for t in hosted] == [("read_file", False), ("weather", True)]
+    assert box.search_references("current weather") == [{"type": "tool_reference", "tool_name": "weather"}]
+    assert box.search_references("open vault") == []

@@ -6,7 +6,7 @@ stable prompt prefix.
 
 from . import errors
 from ._core import __version__, tokenize
-from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai
+from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
 from .index import Hit, Index
 from .query import Query
@@ -40,4 +40,5 @@ __all__ = [
     "to_mcp",
     "to_openai",
     "tokenize",
+    "tool_references",
 ]

@@ -34,9 +34,22 @@ def to_openai(tools: Iterable[Tool]) -> list[dict[str, Any]]:
     ]
 
 
-def to_anthropic(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """Anthropic Messages ``tools`` entries."""
-    return [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Anthropic Messages ``tools`` entries; tools named in ``defer`` get ``defer_loading: true``
+    (loaded by Anthropic's hosted tool search only when the model finds them)."""
+    deferred = set(defer)
+    out = []
+    for t in tools:
+        entry: dict[str, Any] = {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        if t.name in deferred:
+            entry["defer_loading"] = True
+        out.append(entry)
+    return out
+
+
+def tool_references(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Anthropic ``tool_reference`` content blocks, the result of a client-side tool search."""
+    return [{"type": "tool_reference", "tool_name": t.name} for t in tools]
 
 
 def to_mcp(tools: Iterable[Tool]) -> list[dict[str, Any]]:

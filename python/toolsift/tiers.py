@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assemble import default_token_count, to_anthropic, to_mcp, to_openai
+from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .errors import InvalidParameterError, ToolsiftError, UnknownToolError
 from .index import Caller, Index, _caller
 from .query import Query
@@ -214,6 +214,17 @@ class Toolbox:
             return _emit(core, format)
         meta = [Tool(d["name"], d["description"], d["parameters"]) for d in self._meta_definitions(plan)]
         return _emit([*core, *meta], format)
+
+    def hosted_search_tools(self) -> list[dict[str, Any]]:
+        """Anthropic ``tools`` for its hosted tool search: every tool the caller may use, the core
+        ones loaded, all others with ``defer_loading: true`` (add Anthropic's search tool to it)."""
+        plan = self.plan()
+        tools = self._allowed()
+        return to_anthropic(tools, defer=[t.name for t in tools if plan[t.name] is not Tier.CORE])
+
+    def search_references(self, query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+        """A client-side tool search for Anthropic: ``tool_reference`` blocks of the best tools."""
+        return tool_references(h.tool for h in self.index.search(query, k=limit, caller=self._perms))
 
     # -- execution -----------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
