@@ -17,13 +17,14 @@ def test_readme_quickstart_runs() -> None:
     exec(compile(code.group(1), str(README), "exec"), {})
 
 
-def test_readme_toolbox_example_runs_after_the_quickstart() -> None:
+def test_readme_toolbox_examples_run_after_the_quickstart() -> None:
     text = README.read_text(encoding="utf-8")
     quick = re.search(r"## Quickstart\n\n```python\n(.*?)```", text, re.S)
-    box = re.search(r"## Agent toolbox.*?```python\n(.*?)```", text, re.S)
-    assert quick and box
+    section = text.split("## Agent toolbox", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert quick and len(blocks) == 2
     namespace: dict[str, object] = {}
-    exec(compile(quick.group(1) + box.group(1), str(README), "exec"), namespace)
+    exec(compile(quick.group(1) + "".join(blocks), str(README), "exec"), namespace)
     assert [t["function"]["name"] for t in namespace["tools"]] == ["search_help", "tool_search", "call_tool"]  # type: ignore[index]
 
 
