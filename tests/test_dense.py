@@ -149,3 +149,13 @@ def test_default_embedder_places_paraphrases_together() -> None:
     )
     assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > 0.6 > 0.2 > v[0] @ v[2]
+
+
+def test_without_hnswlib_large_sets_are_searched_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "hnswlib", None)  # import fails
+    vectors = np.random.default_rng(5).normal(size=(50, 8)).astype(np.float32)
+    idx = DenseIndex(vectors, exact_below=10)
+    assert idx.graph is None
+    want = DenseIndex(vectors, exact_below=10**9).search(vectors[3], 5)
+    got = idx.search(vectors[3], 5)
+    assert got[0].tolist() == want[0].tolist() and got[0][0] == 3

@@ -114,7 +114,10 @@ class DenseIndex:
         self.graph: Any = None
         n, dim = self.vectors.shape
         if n >= exact_below:
-            import hnswlib
+            try:
+                import hnswlib
+            except ImportError:  # without the dense extra, exact search answers the same, slower
+                return
 
             self.graph = hnswlib.Index(space="ip", dim=dim)
             self.graph.init_index(max_elements=n, M=M, ef_construction=ef_construction, random_seed=7)

@@ -123,6 +123,16 @@ class Tool:
     def __hash__(self) -> int:
         return hash(("Tool", self.name))
 
+    def to_json(self) -> str:
+        """The tool in toolsift's own JSON form (fields left at their defaults are omitted), as
+        read back by :meth:`from_dict` and :meth:`Catalog.from_file`."""
+        defaults = {f.name: f.default for f in dataclasses.fields(Tool)}
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k == "name" or not _is_default(v, defaults[k])}
+        for key in ("permissions", "examples"):
+            if key in out:
+                out[key] = list(out[key])
+        return json.dumps(out, ensure_ascii=False, sort_keys=True)
+
     def definition(self) -> dict[str, Any]:
         """The format-neutral definition a model sees: name, description, parameters."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -203,7 +213,7 @@ class Catalog(Sequence[Tool]):
 
     def save(self, path: str | Path) -> None:
         """Writes the catalog as JSON Lines in toolsift's own form (readable by :meth:`from_file`)."""
-        lines = [json.dumps(_native(t), ensure_ascii=False, sort_keys=True) for t in self._tools]
+        lines = [t.to_json() for t in self._tools]
         Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
     @classmethod
@@ -233,15 +243,6 @@ class Catalog(Sequence[Tool]):
         from .loaders import load_file
 
         return cls(load_file(path, **options))
-
-
-def _native(tool: Tool) -> dict[str, Any]:
-    defaults = {f.name: f.default for f in dataclasses.fields(Tool)}
-    out = {k: v for k, v in dataclasses.asdict(tool).items() if k == "name" or not _is_default(v, defaults[k])}
-    for key in ("permissions", "examples"):
-        if key in out:
-            out[key] = list(out[key])
-    return out
 
 
 def _is_default(value: object, default: object) -> bool:

@@ -66,9 +66,7 @@ def save(
     path: str | Path, tools: Sequence[Tool], core: bytes, vectors: np.ndarray | None, options: dict[str, Any]
 ) -> None:
     """Writes an index file atomically."""
-    from .registry import _native
-
-    lines = [json.dumps(_native(t), ensure_ascii=False, sort_keys=True).encode() + b"\n" for t in tools]
+    lines = [t.to_json().encode() + b"\n" for t in tools]
     offsets = np.cumsum([0, *map(len, lines)]).tolist()
     vec = b"" if vectors is None else np.ascontiguousarray(vectors, dtype="<f4").tobytes()
     dim = 0 if vectors is None else int(vectors.shape[1])
