@@ -94,6 +94,8 @@ def test_nan_or_zero_vectors_are_refused_naming_the_tool() -> None:
         ts.Index(TOOLS, embedder=Broken())
     with pytest.raises(InvalidParameterError):
         DenseIndex(np.zeros((3, 4), dtype=np.float32))
+    with pytest.raises(InvalidParameterError):
+        ts.Index(TOOLS, embedder=ConceptEmbedder(), alpha=1.5)
 
 
 LABELLED = [

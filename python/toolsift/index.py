@@ -119,6 +119,8 @@ class Index:
         dense_options: Mapping[str, Any] | None,
         vectors: np.ndarray | None,
     ) -> None:
+        if not 0.0 <= _number("alpha", alpha) <= 1.0:
+            raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
         self._embedder, self._alpha, self._rerank, self._depth = embedder, alpha, rerank, _count("depth", depth)
         self._dense: DenseIndex | None = None
         if embedder is not None:
