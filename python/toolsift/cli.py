@@ -7,6 +7,7 @@ fall back to plain text otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
@@ -148,6 +149,32 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve(args: argparse.Namespace) -> int:
+    """Run the MCP gateway described by a TOML config."""
+    import os
+
+    try:
+        import anyio
+
+        from .gateway import load_config
+        from .gateway.server import Gateway
+    except ImportError as e:
+        raise ToolsiftError(f"the gateway needs the MCP SDK: pip install 'toolsift[gateway]' ({e})") from None
+    config = load_config(args.config)
+    overrides = {k: v for k, v in (("transport", args.transport), ("host", args.host), ("port", args.port)) if v}
+    if args.port == 0:
+        overrides["port"] = 0
+    if overrides:
+        import dataclasses
+
+        config = dataclasses.replace(config, **overrides)
+    token = args.token or os.environ.get("TOOLSIFT_TOKEN")
+    gateway = Gateway(config, token=token if config.transport == "stdio" else None)
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(gateway.run)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -177,6 +204,13 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--budget", type=int, default=2000, help="token budget for the selection figures (default 2000)")
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     e.set_defaults(run=evaluate)
+    g = sub.add_parser("serve", help="run the MCP gateway: upstream MCP servers behind tool_search + call_tool")
+    g.add_argument("--config", required=True, help="gateway TOML file (see README)")
+    g.add_argument("--transport", choices=("http", "stdio"), help="override [gateway] transport")
+    g.add_argument("--host", help="override [gateway] host")
+    g.add_argument("--port", type=int, help="override [gateway] port (0: any free port)")
+    g.add_argument("--token", help="stdio transport: the caller's token (default: $TOOLSIFT_TOKEN)")
+    g.set_defaults(run=serve)
     return parser
 
 

@@ -75,6 +75,21 @@ class SnapshotError(ToolsiftError, ValueError):
     """A saved index cannot be loaded: not a snapshot, a newer format, truncated or corrupted."""
 
 
+class GatewayConfigError(ToolsiftError, ValueError):
+    """A gateway configuration file is missing, not TOML, or has a wrong or unknown field.
+
+    Attributes:
+        path: The configuration file.
+        field: The offending key, dotted (``servers.files.command``), or ``None``.
+    """
+
+    def __init__(self, message: str, *, path: str = "", field: str | None = None) -> None:
+        self.path, self.field = path, field
+        where = f"{path}: " if path else ""
+        at = f" [{field}]" if field else ""
+        super().__init__(f"{where}{message}{at}")
+
+
 class InternalError(ToolsiftError, RuntimeError):
     """The Rust core failed unexpectedly; the index is unchanged. Please report it."""
 
@@ -85,6 +100,7 @@ __all__ = [
     "CatalogFormatError",
     "CatalogTooLargeError",
     "DuplicateToolError",
+    "GatewayConfigError",
     "InternalError",
     "InvalidParameterError",
     "InvalidToolError",

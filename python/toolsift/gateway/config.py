@@ -1,0 +1,341 @@
+"""Gateway configuration: a TOML file read into frozen dataclasses, every field checked.
+
+A wrong type, a missing required key or an unknown key raises
+:class:`~toolsift.errors.GatewayConfigError` naming the file and the dotted field; nothing is
+ignored silently. See the README for a complete example.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import GatewayConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+SEPARATOR = "__"
+SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*$")  # never holds the separator
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One upstream MCP server: a command run over stdio, or a streamable-HTTP URL."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    permissions: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Extra permissions (or hiding) for the tools a rule matches.
+
+    ``match`` is a glob over namespaced names (``files__delete_*``); ``read_only`` and
+    ``destructive``, when set, also require the tool's MCP annotations to agree (a tool that is not
+    read-only is destructive unless it says ``destructiveHint: false``, as the MCP spec defaults).
+    """
+
+    match: str = "*"
+    read_only: bool | None = None
+    destructive: bool | None = None
+    require: tuple[str, ...] = ()
+    hide: bool = False
+
+    def applies(self, name: str, annotations: Mapping[str, Any] | None) -> bool:
+        if not fnmatch.fnmatchcase(name, self.match):
+            return False
+        notes = annotations or {}
+        read_only = notes.get("readOnlyHint") is True
+        destructive = not read_only and notes.get("destructiveHint", True) is not False
+        if self.read_only is not None and self.read_only != read_only:
+            return False
+        return self.destructive is None or self.destructive == destructive
+
+
+@dataclass(frozen=True)
+class CallerConfig:
+    """A downstream caller: the token it presents and the permissions it holds."""
+
+    name: str
+    token: str
+    permissions: tuple[str, ...] = ()
+    admin: bool = False
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """The whole gateway: downstream transport, upstream servers, rules and callers."""
+
+    servers: tuple[ServerConfig, ...]
+    callers: tuple[CallerConfig, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    transport: str = "http"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    path: str = "/mcp"
+    log: str | None = None
+    budget_tokens: int = 4000
+    call_timeout: float = 30.0
+    debounce: float = 0.2
+    strict_schema_changes: bool = False
+    source: str = ""
+
+    def server(self, name: str) -> ServerConfig:
+        return next(s for s in self.servers if s.name == name)
+
+    def caller_for_token(self, token: str | None) -> CallerConfig | None:
+        """The caller whose token this is (constant-time comparison), or ``None``."""
+        import hmac
+
+        if token is None:
+            return None
+        found = None
+        for caller in self.callers:
+            if hmac.compare_digest(caller.token.encode(), token.encode()):
+                found = caller
+        return found
+
+
+class _Reader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, message: str, field: str | None = None) -> GatewayConfigError:
+        return GatewayConfigError(message, path=self.path, field=field)
+
+    def table(self, data: Any, where: str) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            raise self.fail(f"must be a table, not {type(data).__name__}", where)
+        return dict(data)
+
+    def take(
+        self, data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any = None
+    ) -> Any:
+        value = data.pop(key, default)
+        if value is default:
+            return value
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.fail(f"must be {names}, not {type(value).__name__}", f"{where}.{key}")
+        return value
+
+    def strings(self, data: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+        value = self.take(data, key, (list, str), where, ())
+        items = [value] if isinstance(value, str) else list(value)
+        if not all(isinstance(v, str) and v for v in items):
+            raise self.fail("must be a list of non-empty strings", f"{where}.{key}")
+        return tuple(items)
+
+    def string_map(self, data: dict[str, Any], key: str, where: str) -> dict[str, str] | None:
+        value = self.take(data, key, Mapping, where)
+        if value is None:
+            return None
+        if not all(isinstance(v, str) for v in value.values()):
+            raise self.fail("values must be strings", f"{where}.{key}")
+        return dict(value)
+
+    def done(self, data: dict[str, Any], where: str) -> None:
+        if data:
+            raise self.fail(
+                f"unknown key {sorted(data)[0]!r}", f"{where}.{sorted(data)[0]}" if where else sorted(data)[0]
+            )
+
+
+def _server(r: _Reader, name: str, data: Any) -> ServerConfig:
+    where = f"servers.{name}"
+    if not SERVER_NAME.match(name):
+        raise r.fail(
+            f"server name {name!r} must be letters, digits, '-' and single '_' (it prefixes tool names with "
+            f"{SEPARATOR!r})",
+            where,
+        )
+    d = r.table(data, where)
+    command, url = r.take(d, "command", str, where), r.take(d, "url", str, where)
+    if (command is None) == (url is None):
+        raise r.fail("needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)", where)
+    timeout = r.take(d, "timeout", (int, float), where)
+    if timeout is not None and timeout <= 0:
+        raise r.fail("must be positive", f"{where}.timeout")
+    server = ServerConfig(
+        name=name,
+        command=command,
+        args=r.strings(d, "args", where),
+        env=r.string_map(d, "env", where),
+        cwd=r.take(d, "cwd", str, where),
+        url=url,
+        headers=r.string_map(d, "headers", where) or {},
+        permissions=r.strings(d, "permissions", where) or (name,),
+        pinned=r.strings(d, "pinned", where),
+        timeout=None if timeout is None else float(timeout),
+    )
+    r.done(d, where)
+    return server
+
+
+def _rule(r: _Reader, i: int, data: Any) -> Rule:
+    where = f"rules[{i}]"
+    d = r.table(data, where)
+    rule = Rule(
+        match=r.take(d, "match", str, where, "*"),
+        read_only=r.take(d, "read_only", bool, where),
+        destructive=r.take(d, "destructive", bool, where),
+        require=r.strings(d, "require", where),
+        hide=r.take(d, "hide", bool, where, False),
+    )
+    r.done(d, where)
+    if not rule.require and not rule.hide:
+        raise r.fail("a rule needs 'require' or 'hide = true'", where)
+    return rule
+
+
+def _caller(r: _Reader, name: str, data: Any) -> CallerConfig:
+    where = f"callers.{name}"
+    d = r.table(data, where)
+    token, env = r.take(d, "token", str, where), r.take(d, "token_env", str, where)
+    if (token is None) == (env is None):
+        raise r.fail("needs exactly one of 'token' or 'token_env'", where)
+    if env is not None:
+        token = os.environ.get(env)
+        if not token:
+            raise r.fail(f"environment variable {env} is not set", f"{where}.token_env")
+    if len(token) < 8:
+        raise r.fail("tokens must have at least 8 characters", f"{where}.token")
+    caller = CallerConfig(
+        name=name,
+        token=token,
+        permissions=r.strings(d, "permissions", where),
+        admin=r.take(d, "admin", bool, where, False),
+    )
+    r.done(d, where)
+    return caller
+
+
+def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
+    """A :class:`GatewayConfig` from already-parsed TOML (or JSON) data."""
+    r = _Reader(source)
+    top = r.table(data, "")
+    gw = r.table(top.pop("gateway", {}), "gateway")
+    servers_table = r.table(top.pop("servers", {}), "servers")
+    if not servers_table:
+        raise r.fail("at least one upstream server is needed", "servers")
+    servers = tuple(_server(r, name, value) for name, value in servers_table.items())
+    rules_list = r.take(top, "rules", list, "", [])
+    rules = tuple(_rule(r, i, value) for i, value in enumerate(rules_list))
+    callers = tuple(_caller(r, name, value) for name, value in r.table(top.pop("callers", {}), "callers").items())
+    tokens = [c.token for c in callers]
+    if len(set(tokens)) != len(tokens):
+        raise r.fail("two callers share a token", "callers")
+    r.done(top, "")
+    transport = r.take(gw, "transport", str, "gateway", "http")
+    if transport not in ("http", "stdio"):
+        raise r.fail(f"must be 'http' or 'stdio', not {transport!r}", "gateway.transport")
+    host = r.take(gw, "host", str, "gateway", "127.0.0.1")
+    port = r.take(gw, "port", int, "gateway", 8765)
+    if not 0 <= port < 65536:
+        raise r.fail("must be in 0..65535", "gateway.port")
+    numbers = {}
+    for key, default in (("call_timeout", 30.0), ("debounce", 0.2)):
+        value = r.take(gw, key, (int, float), "gateway", default)
+        if value < 0 or (key == "call_timeout" and value == 0):
+            raise r.fail("must be positive", f"gateway.{key}")
+        numbers[key] = float(value)
+    ints = {}
+    for key, default in (("budget_tokens", 4000),):
+        value = r.take(gw, key, int, "gateway", default)
+        if value <= 0:
+            raise r.fail("must be a positive integer", f"gateway.{key}")
+        ints[key] = value
+    config = GatewayConfig(
+        servers=servers,
+        callers=callers,
+        rules=rules,
+        transport=transport,
+        host=host,
+        port=port,
+        path=r.take(gw, "path", str, "gateway", "/mcp"),
+        log=r.take(gw, "log", str, "gateway"),
+        strict_schema_changes=r.take(gw, "strict_schema_changes", bool, "gateway", False),
+        source=source,
+        budget_tokens=ints["budget_tokens"],
+        call_timeout=numbers["call_timeout"],
+        debounce=numbers["debounce"],
+    )
+    r.done(gw, "gateway")
+    if transport == "http" and not callers and not _loopback(host):
+        raise r.fail("a gateway bound to a non-loopback host needs [callers] with tokens", "gateway.host")
+    return config
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load(path: str | Path) -> GatewayConfig:
+    """Reads and checks a gateway TOML file."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GatewayConfigError("no such file", path=str(p)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GatewayConfigError(f"cannot read: {e}", path=str(p)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise GatewayConfigError(f"not valid TOML: {e}", path=str(p)) from None
+    return parse(data, str(p))
+
+
+def namespaced(server: str, tool: str) -> str:
+    """The name a gateway client sees for ``tool`` of ``server``."""
+    return f"{server}{SEPARATOR}{tool}"
+
+
+def split(name: str) -> tuple[str, str]:
+    """``(server, tool)`` of a namespaced name; server names never hold the separator."""
+    server, sep, tool = name.partition(SEPARATOR)
+    if not sep:
+        raise ValueError(name)
+    return server, tool
+
+
+def permissions_of(
+    config: GatewayConfig, server: str, name: str, annotations: Mapping[str, Any] | None
+) -> tuple[tuple[str, ...], bool]:
+    """``(permissions, hidden)`` for a namespaced tool: the server's, plus every matching rule's."""
+    perms: list[str] = list(config.server(server).permissions)
+    hidden = False
+    for rule in config.rules:
+        if rule.applies(name, annotations):
+            perms.extend(rule.require)
+            hidden = hidden or rule.hide
+    return tuple(sorted(set(perms))), hidden
+
+
+def all_permissions(config: GatewayConfig) -> Sequence[str]:
+    """Every permission the config names (the anonymous caller's set when no callers are configured)."""
+    perms = {p for s in config.servers for p in s.permissions}
+    perms.update(p for rule in config.rules for p in rule.require)
+    return sorted(perms)

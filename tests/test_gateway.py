@@ -1,0 +1,356 @@
+"""The MCP gateway end to end: real upstream servers (official SDK, stdio and streamable HTTP),
+a real gateway, real client sessions over HTTP on loopback and over stdio."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+import anyio.from_thread
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from toolsift.errors import GatewayConfigError
+from toolsift.gateway import load_config, parse
+from toolsift.gateway.server import Gateway
+
+SERVERS = Path(__file__).parent / "mcp_servers"
+ALICE, BOB, ROOT = "alice-token-123", "bob-token-456", "root-token-789"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def weather_url() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVERS / "weather_server.py"), "--port", str(port)], stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(10)
+
+
+def config_text(weather_url: str, tmp_path: Path, **gateway: Any) -> str:
+    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in gateway.items())
+    return f"""
+[gateway]
+port = 0
+log = {json.dumps(str(tmp_path / "gateway.jsonl"))}
+debounce = 0.05
+{extra}
+[servers.files]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVERS / "files_server.py"))}]
+pinned = ["read_file"]
+
+[servers.weather]
+url = {json.dumps(weather_url)}
+
+[[rules]]
+destructive = true
+require = ["admin"]
+
+[callers.alice]
+token = "{ALICE}"
+permissions = ["files", "weather"]
+
+[callers.bob]
+token = "{BOB}"
+permissions = ["weather"]
+
+[callers.root]
+token = "{ROOT}"
+permissions = ["files", "weather", "admin"]
+admin = true
+"""
+
+
+@contextmanager
+def running(text: str, tmp_path: Path) -> Iterator[Gateway]:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    gateway = Gateway(load_config(path))
+    with anyio.from_thread.start_blocking_portal() as portal:
+        future = portal.start_task_soon(gateway.run)
+
+        async def started() -> None:
+            with anyio.fail_after(60):
+                await gateway.started.wait()
+
+        portal.call(started)
+        try:
+            yield gateway
+        finally:
+            future.cancel()
+
+
+def session(gateway: Gateway, token: str | None, **options: Any) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers)
+    url = f"http://127.0.0.1:{gateway.port}/mcp"
+    return Client(streamable_http_client(url, http_client=http), cache=None, **options)
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def search(client: Client, query: str, limit: int = 5) -> list[str]:
+    result = await client.call_tool("tool_search", {"query": query, "limit": limit})
+    assert not result.is_error, text_of(result)
+    return [d["name"] for d in json.loads(text_of(result))]
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any]) -> Any:
+    return await client.call_tool("call_tool", {"name": name, "arguments": arguments})
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    with anyio.fail_after(timeout):
+        while not await check():
+            await anyio.sleep(0.1)
+
+
+@pytest.fixture
+def gateway(weather_url: str, tmp_path: Path) -> Iterator[Gateway]:
+    with running(config_text(weather_url, tmp_path), tmp_path) as gw:
+        yield gw
+
+
+def test_search_finds_and_call_runs_a_tool_of_each_upstream(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ALICE) as client:
+            listed = await client.list_tools()
+            names = [t.name for t in listed.tools]
+            assert names == ["files__read_file", "tool_search", "call_tool"]  # pinned core tool, then meta-tools
+            assert "files__read_file" in await search(client, "read the contents of a text file")
+            assert (await search(client, "weather forecast for a city"))[0] == "weather__get_forecast"
+            result = await call(client, "files__read_file", {"path": "notes.txt"})
+            assert not result.is_error and text_of(result).startswith("contents of notes.txt")
+            result = await call(client, "weather__get_forecast", {"city": "Oslo", "days": 2})
+            assert text_of(result) == "Oslo: sunny for 2 days"
+            direct = await client.call_tool("files__read_file", {"path": "a.txt"})  # pinned: called by name
+            assert text_of(direct).startswith("contents of a.txt")
+
+    anyio.run(scenario)
+
+
+def test_a_forbidden_tool_looks_exactly_like_an_unknown_one(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, BOB) as bob, session(gateway, ALICE) as alice:
+            listing = json.dumps([t.model_dump(mode="json") for t in (await bob.list_tools()).tools])
+            assert "files" not in listing  # not listed, not in tool_search's description
+            assert await search(bob, "read a text file delete file") == []
+            forbidden = await call(bob, "files__read_file", {"path": "x"})
+            unknown = await call(bob, "files__no_such_tool", {"path": "x"})
+            assert forbidden.is_error and unknown.is_error
+            assert text_of(forbidden) == text_of(unknown).replace("files__no_such_tool", "files__read_file")
+            direct = await bob.call_tool("files__read_file", {"path": "x"})
+            assert text_of(direct) == text_of(forbidden)
+            # a rule: destructive tools need "admin"; alice may read but not delete
+            assert "files__delete_file" not in await search(alice, "delete a file permanently")
+            denied = await call(alice, "files__delete_file", {"path": "x"})
+            assert text_of(denied) == "Unknown tool: files__delete_file"
+        async with session(gateway, ROOT) as root:
+            assert "files__delete_file" in await search(root, "delete a file permanently")
+            assert text_of(await call(root, "files__delete_file", {"path": "x"})) == "deleted x"
+
+    anyio.run(scenario)
+
+
+def test_requests_without_a_known_token_are_refused(gateway: Gateway) -> None:
+    url = f"http://127.0.0.1:{gateway.port}/mcp"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    for headers in ({}, {"Authorization": "Bearer wrong-token-000"}, {"X-API-Key": "nope"}):
+        response = httpx2.post(url, json=body, headers={"Accept": "application/json, text/event-stream", **headers})
+        assert response.status_code == 401
+
+
+def test_an_upstream_tool_added_at_runtime_becomes_searchable(gateway: Gateway) -> None:
+    notified = anyio.Event()
+
+    async def scenario() -> None:
+        async def on_message(message: Any) -> None:
+            if type(message).__name__ == "ToolListChangedNotification":
+                notified.set()
+
+        async with session(gateway, ROOT, message_handler=on_message, mode="legacy") as client:
+            await client.list_tools()
+            assert "files__archive_folder" not in await search(client, "compress a folder into a zip archive")
+            version = gateway.version.number
+            assert text_of(await call(client, "files__grow", {})) == "grown"
+
+            async def found() -> bool:
+                return "files__archive_folder" in await search(client, "compress a folder into a zip archive")
+
+            await eventually(found)
+            assert text_of(await call(client, "files__archive_folder", {"path": "docs"})) == "archived docs"
+            with anyio.fail_after(10):
+                await notified.wait()  # downstream clients are told to re-list
+            assert gateway.version.number == version + 1  # one delta applied, not one per notification
+
+    anyio.run(scenario)
+    events = [json.loads(line) for line in Path(gateway.config.log or "").read_text().splitlines()]
+    reindex = [e for e in events if e["event"] == "reindex" and e["added"] == ["files__archive_folder"]]
+    assert reindex and reindex[0]["removed"] == [] and reindex[0]["changed"] == []
+
+
+def test_a_crashed_upstream_is_reported_and_restarted(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ROOT) as client:
+            first = text_of(await call(client, "files__read_file", {"path": "a"}))
+            crashed = await call(client, "files__crash", {})
+            assert crashed.is_error and "upstream 'files'" in text_of(crashed)
+            forecast = await call(client, "weather__get_forecast", {"city": "Rome"})
+            assert text_of(forecast) == "Rome: sunny for 3 days"  # the other upstream is unaffected
+
+            async def back() -> bool:
+                result = await call(client, "files__read_file", {"path": "a"})
+                return not result.is_error
+
+            await eventually(back, timeout=30)
+            again = text_of(await call(client, "files__read_file", {"path": "a"}))
+            assert again != first  # a new process (the pid is in the answer)
+            assert gateway.upstreams["files"].restarts >= 1
+
+    anyio.run(scenario)
+
+
+def test_a_hanging_upstream_call_times_out_without_blocking_others(weather_url: str, tmp_path: Path) -> None:
+    text = config_text(weather_url, tmp_path).replace('pinned = ["read_file"]', 'pinned = ["read_file"]\ntimeout = 0.5')
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ROOT) as client:
+                started = time.monotonic()
+                result = await call(client, "files__stall", {"seconds": 10})
+                assert result.is_error and "did not answer within 0.5 s" in text_of(result)
+                assert time.monotonic() - started < 5
+                assert not (await call(client, "weather__get_air_quality", {"city": "Lima"})).is_error
+
+        anyio.run(scenario)
+
+
+def test_strict_mode_holds_a_changed_schema_until_acknowledged(weather_url: str, tmp_path: Path) -> None:
+    with running(config_text(weather_url, tmp_path, strict_schema_changes=True), tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ROOT) as client:
+                assert "gateway_schema_changes" in [t.name for t in (await client.list_tools()).tools]
+                assert text_of(await call(client, "files__reword", {})) == "reworded"
+
+                async def held() -> bool:
+                    return "files__read_file" in gateway.held()
+
+                await eventually(held)
+                assert "files__read_file" not in await search(client, "read a text file")
+                assert (await call(client, "files__read_file", {"path": "a"})).is_error
+                review = json.loads(text_of(await client.call_tool("gateway_schema_changes", {})))
+                assert list(review["held"]) == ["files__read_file"]
+                old, new = review["held"]["files__read_file"].values()
+                assert old != new
+                accepted = await client.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                assert json.loads(text_of(accepted))["accepted"] == ["files__read_file"]
+                assert text_of(await call(client, "files__read_file", {"path": "a"})) == "new contents of a"
+            async with session(gateway, ALICE) as alice:  # not an admin: no review tool
+                assert "gateway_schema_changes" not in [t.name for t in (await alice.list_tools()).tools]
+
+        anyio.run(scenario)
+    events = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().splitlines()]
+    changed = [e for e in events if e["event"] == "schema_changed"]
+    assert changed and changed[0]["tool"] == "files__read_file" and changed[0]["held"] is True
+
+
+def test_the_log_records_searches_and_calls(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ALICE) as client:
+            await search(client, "weather forecast")
+            await call(client, "weather__get_forecast", {"city": "Pune"})
+            await call(client, "files__delete_file", {"path": "x"})
+
+    anyio.run(scenario)
+    events = [json.loads(line) for line in Path(gateway.config.log or "").read_text().splitlines()]
+    searches = [e for e in events if e["event"] == "search"]
+    calls = [e for e in events if e["event"] == "call"]
+    assert searches[-1]["caller"] == "alice" and searches[-1]["query"] == "weather forecast"
+    assert "weather__get_forecast" in searches[-1]["tools"]
+    assert [(c["tool"], c["outcome"]) for c in calls[-2:]] == [
+        ("weather__get_forecast", "ok"),
+        ("files__delete_file", "unknown"),
+    ]
+    assert all(c["ms"] >= 0 for c in calls)
+
+
+def test_toolsift_serve_over_stdio(weather_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(config_text(weather_url, tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolsift", "serve", "--config", str(path), "--transport", "stdio"],
+        env={"TOOLSIFT_TOKEN": BOB},
+    )
+
+    async def scenario() -> None:
+        async with Client(params, cache=None) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["tool_search", "call_tool"]
+            assert (await search(client, "air quality and pollen"))[0] == "weather__get_air_quality"
+            assert (await call(client, "files__read_file", {"path": "a"})).is_error  # bob: weather only
+
+    anyio.run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[servers.a]\ncommand = 'x'\nurl = 'http://h'\n", "servers.a"),
+        ("[servers.a]\n", "servers.a"),
+        ("[servers.a__b]\ncommand = 'x'\n", "servers.a__b"),
+        ("[servers.a]\ncommand = 'x'\ncolour = 1\n", "servers.a.colour"),
+        ("[servers.a]\ncommand = 'x'\nargs = 'y'\ntimeout = -1\n", "servers.a.timeout"),
+        ("[gateway]\nhost = '0.0.0.0'\n[servers.a]\ncommand = 'x'\n", "gateway.host"),
+        ("[gateway]\nport = 'x'\n[servers.a]\ncommand = 'x'\n", "gateway.port"),
+        ("[servers.a]\ncommand = 'x'\n[callers.c]\ntoken = 'short'\n", "callers.c.token"),
+        ("[servers.a]\ncommand = 'x'\n[[rules]]\nmatch = 'a__*'\n", "rules[0]"),
+        ("", "servers"),
+    ],
+)
+def test_config_errors_name_the_field(text: str, field: str) -> None:
+    import tomllib
+
+    with pytest.raises(GatewayConfigError) as e:
+        parse(tomllib.loads(text), "g.toml")
+    assert e.value.field == field and "g.toml" in str(e.value)
+
+
+def test_config_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(GatewayConfigError, match="no such file"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[servers\n")
+    with pytest.raises(GatewayConfigError, match="not valid TOML"):
+        load_config(bad)
