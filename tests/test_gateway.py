@@ -23,7 +23,9 @@ import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from toolsift import cli
 from toolsift.errors import GatewayConfigError
+from toolsift.eval import load_gateway_log
 from toolsift.gateway import load_config, parse
 from toolsift.gateway.server import Gateway
 
@@ -304,6 +306,9 @@ def test_the_log_records_searches_and_calls(gateway: Gateway) -> None:
         ("files__delete_file", "unknown"),
     ]
     assert all(c["ms"] >= 0 for c in calls)
+    dataset = load_gateway_log(gateway.config.log or "")  # usable by `toolsift eval --gateway-log`
+    assert [(q.text, q.relevant) for q in dataset.queries] == [("weather forecast", ("weather__get_forecast",))]
+    assert cli.main(["eval", "--gateway-log", gateway.config.log or "", "--systems", "toolsift"]) == 0
 
 
 def test_toolsift_serve_over_stdio(weather_url: str, tmp_path: Path) -> None:
@@ -354,3 +359,22 @@ def test_config_file_errors(tmp_path: Path) -> None:
     bad.write_text("[servers\n")
     with pytest.raises(GatewayConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_every_page_of_an_upstream_listing_is_indexed(tmp_path: Path) -> None:
+    text = f"""
+[gateway]
+port = 0
+[servers.paged]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVERS / "paged_server.py"))}]
+"""
+    with running(text, tmp_path) as gateway:
+        assert len(gateway.version.entries) == 25  # three pages
+
+        async def scenario() -> None:
+            async with session(gateway, None) as client:  # no [callers]: loopback, everything visible
+                assert await search(client, "facts about yarrow", 1) == ["paged__lookup_yarrow"]
+                assert text_of(await call(client, "paged__lookup_yarrow", {})) == "facts from lookup_yarrow"
+
+        anyio.run(scenario)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -34,3 +36,19 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command, "README has no marked test command"
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert command.group(1).strip() in ci
+
+
+def test_readme_gateway_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    tomllib = pytest.importorskip("tomllib")
+    pytest.importorskip("mcp")
+
+    from toolsift.gateway import parse
+
+    text = README.read_text(encoding="utf-8").split("## MCP gateway", 1)[1]
+    block = re.search(r"```toml\n(.*?)```", text, re.S)
+    assert block
+    monkeypatch.setenv("ALICE_TOKEN", "alice-secret-1")
+    monkeypatch.setenv("OPS_TOKEN", "ops-secret-22")
+    config = parse(tomllib.loads(block.group(1)), "README")
+    assert [s.name for s in config.servers] == ["files", "weather"]
+    assert config.caller_for_token("ops-secret-22").admin  # type: ignore[union-attr]

@@ -132,8 +132,10 @@ def evaluate(args: argparse.Namespace) -> int:
         dataset = ev.load_bfcl()
     elif args.tools and args.queries:
         dataset = ev.load_files(args.tools, args.queries)
+    elif args.gateway_log:
+        dataset = ev.load_gateway_log(args.gateway_log)
     else:
-        raise ToolsiftError("give --dataset bfcl, or both --tools FILE and --queries FILE")
+        raise ToolsiftError("give --dataset bfcl, both --tools FILE and --queries FILE, or --gateway-log FILE")
     makers = {"toolsift": ev.toolsift_system, **ev.BASELINES}
     results = []
     for name in args.systems:
@@ -197,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", choices=("bfcl",), help="a public benchmark (downloaded once into the cache)")
     e.add_argument("--tools", help="catalog file (with --queries)")
     e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?}')
+    e.add_argument("--gateway-log", metavar="FILE", help="a gateway's JSONL log: searches labelled by the calls after")
     systems = ("toolsift", "bm25s", "rank_bm25", "dense", "hybrid")
     e.add_argument(
         "--systems", nargs="+", default=list(systems), choices=systems, help="dense, hybrid: need the dense extra"

@@ -213,8 +213,13 @@ class Catalog(Sequence[Tool]):
 
     def save(self, path: str | Path) -> None:
         """Writes the catalog as JSON Lines in toolsift's own form (readable by :meth:`from_file`)."""
+        import os
+
         lines = [t.to_json() for t in self._tools]
-        Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        target = Path(path)
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        os.replace(temp, target)  # readers see the old file or the new one, never half of one
 
     @classmethod
     def from_mcp(cls, result: Any, **options: Any) -> Catalog:

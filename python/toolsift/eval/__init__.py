@@ -1,6 +1,6 @@
 """Evaluation of tool retrieval: datasets, metrics, systems and the runner behind ``toolsift eval``."""
 
-from .datasets import Dataset, LabelledQuery, load_bfcl, load_files
+from .datasets import Dataset, LabelledQuery, load_bfcl, load_files, load_gateway_log
 from .metrics import METRICS, score_query
 from .runner import Result, evaluate, markdown, to_json
 from .systems import BASELINES, System, toolsift_system
@@ -15,6 +15,7 @@ __all__ = [
     "evaluate",
     "load_bfcl",
     "load_files",
+    "load_gateway_log",
     "markdown",
     "score_query",
     "to_json",

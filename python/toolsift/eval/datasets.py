@@ -92,6 +92,36 @@ def load_files(tools: str | Path, queries: str | Path) -> Dataset:
     return Dataset(Path(tools).stem, catalog, out)
 
 
+def load_gateway_log(log: str | Path) -> Dataset:
+    """A dataset from a gateway's JSONL log and the catalog it keeps beside it (``LOG.tools.jsonl``).
+
+    Each ``tool_search`` query is labelled with the tools the same caller then ran successfully
+    (before its next search); searches followed by no successful call are left out.
+    """
+    import dataclasses
+
+    path = Path(log)
+    # retrieval quality is measured over the whole catalog, so the callers' permissions are dropped
+    catalog = Catalog(dataclasses.replace(t, permissions=()) for t in Catalog.from_file(Path(f"{path}.tools.jsonl")))
+    last: dict[str, int] = {}
+    rows: list[tuple[str, list[str]]] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            raise CatalogFormatError(f"{path}: line {n} is not JSON") from None
+        caller = str(event.get("caller"))
+        if event.get("event") == "search" and isinstance(event.get("query"), str):
+            last[caller] = len(rows)
+            rows.append((event["query"], []))
+        elif event.get("event") == "call" and event.get("outcome") == "ok" and caller in last:
+            used = rows[last[caller]][1]
+            if event.get("tool") not in used and catalog.get(str(event.get("tool"))) is not None:
+                used.append(str(event["tool"]))
+    queries = [LabelledQuery(str(i), q, tuple(r)) for i, (q, r) in enumerate(rows) if r]
+    return Dataset(path.stem, catalog, queries)
+
+
 def _bfcl_wheel() -> Path:
     folder = cache_dir() / "bfcl"
     found = sorted(folder.glob(f"bfcl_eval-{BFCL_VERSION}-*.whl"))

@@ -191,6 +191,8 @@ class Gateway:
         catalog = Catalog(e.tool for e in live.values())
         index = await anyio.to_thread.run_sync(Index, catalog)
         self.version = Version(self.version.number + 1, live, index)
+        if self.config.log:  # the catalog beside the log: `toolsift eval --gateway-log` reads both
+            catalog.save(self.config.log + ".tools.jsonl")
         await self._notify()
 
     def held(self) -> dict[str, tuple[str, str]]:

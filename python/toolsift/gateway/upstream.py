@@ -20,6 +20,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .config import ServerConfig
@@ -166,6 +167,10 @@ class Upstream:
                     self._changed.set()
         except ListenNotSupportedError:
             return  # handshake-era server: notifications arrive through the message handler
+        except MCPError as e:
+            if e.code == types.METHOD_NOT_FOUND:
+                return  # a server that never announces changes; its listing is kept as it is
+            self.mark_broken(f"change stream lost: {_describe(e)}")
         except Exception as e:
             self.mark_broken(f"change stream lost: {_describe(e)}")
 
