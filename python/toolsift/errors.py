@@ -7,6 +7,9 @@ catch (``ValueError``, ``TypeError``, ``LookupError``, ``RuntimeError``). Errors
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class ToolsiftError(Exception):
     """Base class of every toolsift error."""
@@ -53,6 +56,20 @@ class CatalogEncodingError(CatalogFormatError):
 
 class CatalogTooLargeError(CatalogError):
     """More tools than the index can address."""
+
+
+class PoisonedToolError(CatalogError):
+    """A tool definition carries prompt-injection markers, hidden characters or a look-alike name.
+
+    Attributes:
+        findings: Every :class:`toolsift.scan.Finding`, in registry order.
+    """
+
+    def __init__(self, findings: Sequence[Any]) -> None:
+        self.findings = tuple(findings)
+        first = self.findings[0]
+        more = f" (and {len(self.findings) - 1} more)" if len(self.findings) > 1 else ""
+        super().__init__(f"{first.kind}: {first.detail}{more}", tool=first.tool, field=first.field)
 
 
 class UnknownToolError(ToolsiftError, LookupError):
@@ -105,6 +122,7 @@ __all__ = [
     "InvalidParameterError",
     "InvalidToolError",
     "InvalidToolTypeError",
+    "PoisonedToolError",
     "SchemaError",
     "SnapshotError",
     "ToolsiftError",

@@ -6,6 +6,7 @@ forbidden tool is never scored, returned, counted toward a budget or named anywh
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,16 +16,21 @@ import numpy as np
 from . import _core
 from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
-from .errors import InvalidParameterError, InvalidToolError, SnapshotError, UnknownToolError
+from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, SnapshotError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
 from .query import Query
 from .registry import Catalog, Tool
+from .scan import Finding
+from .scan import scan as scan_tools
 from .text import dense_text, field_params, tool_fields
 
 Caller = Iterable[str] | str | None
 """Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only)."""
 
 UNLIMITED = 2**64 - 1
+RESERVED = "toolsift:"
+WITHHELD = RESERVED + "withheld"  # held by no caller: a tool that needs it is indexed, never emitted
+MAX_TENANTS = 256  # per-caller indexes kept (statistics="caller"), oldest dropped first
 
 
 class Hit(NamedTuple):
@@ -42,6 +48,8 @@ def _caller(caller: Caller) -> list[str]:
     for p in perms:
         if not isinstance(p, str):
             raise InvalidParameterError(f"caller permissions must be strings, found {type(p).__name__}")
+        if p.startswith(RESERVED):
+            raise InvalidParameterError(f"permissions starting with {RESERVED!r} are reserved, found {p!r}")
     return perms
 
 
@@ -74,6 +82,15 @@ class Index:
             search and selection; it may reorder or drop hits, never add tools.
         depth: Candidates taken from each side (and handed to ``rerank``) per query.
         dense_options: Options of :class:`~toolsift.dense.DenseIndex` (``M``, ``ef``...).
+        statistics: ``"shared"`` (default): BM25 statistics (document frequencies, average
+            lengths, collection size) cover the whole catalog. ``"caller"``: tenant isolation, they
+            cover exactly the tools the caller may use, so a caller's scores and ranking equal those
+            of an index built from its allowed tools only, and reveal nothing about the others.
+            The per-caller index is built on first use and cached per distinct permission set.
+        scan: Poisoned-definition policy (see :mod:`toolsift.scan`): ``"off"`` (default),
+            ``"report"`` (findings in :attr:`findings`), ``"withhold"`` (flagged tools are indexed
+            but never returned, selected or callable by anyone) or ``"refuse"`` (raise
+            :class:`~toolsift.errors.PoisonedToolError`).
 
     The index is immutable and safe to share between threads; queries release the GIL.
     """
@@ -91,8 +108,11 @@ class Index:
         rerank: Reranker | None = None,
         depth: int = 100,
         dense_options: Mapping[str, Any] | None = None,
+        statistics: str = "shared",
+        scan: str = "off",
     ) -> None:
         self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
+        self.findings = self._scan(scan)
         self._positions = {t.name: i for i, t in enumerate(self._tools)}
         counter = count_tokens or default_token_count
         costs = [t.cost_tokens if t.cost_tokens is not None else _cost(t, counter) for t in self._tools]
@@ -102,13 +122,72 @@ class Index:
             [list(c) for c in columns],
             weights,
             bs,
-            [list(t.permissions) for t in self._tools],
+            [list(t.permissions) + ([WITHHELD] if t.name in self._withheld else []) for t in self._tools],
             costs,
             [t.core for t in self._tools],
             k1=_number("k1", k1),
         )
-
+        self._set_statistics(statistics, (weights, bs, float(k1), costs))
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
+
+    def _scan(self, policy: str) -> tuple[Finding, ...]:
+        if policy not in ("off", "report", "withhold", "refuse"):
+            raise InvalidParameterError(f"scan must be 'off', 'report', 'withhold' or 'refuse', not {policy!r}")
+        findings = () if policy == "off" else tuple(scan_tools(self._tools))
+        if policy == "refuse" and findings:
+            raise PoisonedToolError(findings)
+        self._withheld = {f.tool for f in findings} if policy == "withhold" else set()
+        return findings
+
+    def _set_statistics(self, statistics: str, build: tuple[Any, ...]) -> None:
+        if statistics not in ("shared", "caller"):
+            raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
+        self._statistics, self._build = statistics, build
+        self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray]] = {}
+        self._tenant_lock = threading.Lock()
+
+    def _tenant(self, perms: list[str]) -> tuple[Any, np.ndarray] | None:
+        """The caller's own core index (built from its allowed tools) and its position map."""
+        if self._statistics == "shared":
+            return None
+        key = tuple(sorted(set(perms)))
+        found = self._tenants.get(key)
+        if found is not None:
+            return found
+        weights, bs, k1, costs = self._build
+        keep = np.flatnonzero(self._core.allowed_mask(perms)).astype(np.uint32)
+        tools = [self._tools[i] for i in keep.tolist()]
+        columns = list(zip(*(tool_fields(t) for t in tools), strict=True)) or [() for _ in range(5)]
+        sub = _core.Index(
+            [list(c) for c in columns],
+            weights,
+            bs,
+            [[] for _ in tools],
+            [costs[i] for i in keep.tolist()],
+            [t.core for t in tools],
+            k1=k1,
+        )
+        with self._tenant_lock:
+            if len(self._tenants) >= MAX_TENANTS:
+                self._tenants.pop(next(iter(self._tenants)))
+            self._tenants[key] = (sub, keep)
+        return sub, keep
+
+    def _core_search(self, parts: list[tuple[str, float]], perms: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        tenant = self._tenant(perms)
+        if tenant is None:
+            return self._core.search(parts, perms, k)
+        sub, keep = tenant
+        positions, scores = sub.search(parts, [], k)
+        return keep[positions], scores
+
+    def _core_select(self, parts: list[tuple[str, float]], perms: list[str], tokens: int, cap: int | None) -> Any:
+        tenant = self._tenant(perms)
+        if tenant is None:
+            return self._core.select(parts, perms, tokens, cap)
+        sub, keep = tenant
+        sel, num_core, used, dropped, over = sub.select(parts, [], tokens, cap)
+        return keep[sel], num_core, used, keep[dropped], over
 
     def _set_ranking(
         self,
@@ -133,7 +212,10 @@ class Index:
         from .snapshot import save
 
         vectors = None if self._dense is None else self._dense.vectors
-        save(path, self._tools, self._core.to_bytes(), vectors, {"alpha": self._alpha, "depth": self._depth})
+        weights, bs, k1, _ = self._build
+        options = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
+        options["scoring"] = {"weights": list(weights), "b": list(bs), "k1": k1}
+        save(path, self._tools, self._core.to_bytes(), vectors, options)
 
     @classmethod
     def load(
@@ -152,11 +234,18 @@ class Index:
         tools, core_bytes, vectors, options = load(path)
         index = cls.__new__(cls)
         index._tools = tools
+        index.findings, index._withheld = (), set()
         index._positions = {name: i for i, name in enumerate(tools.names)}
         index._core = _core.Index.from_bytes(core_bytes)
         if len(index._core) != len(tools):
             raise SnapshotError(f"{path}: the catalog and the core index disagree")
         keep = vectors if embedder is not None else None
+        statistics = str(options.get("statistics", "shared"))
+        scoring = options.get("scoring") or {"weights": [], "b": [], "k1": 0.9}
+        if statistics == "caller" and not scoring["weights"]:
+            raise SnapshotError(f"{path}: a statistics='caller' snapshot without its scoring options")
+        costs = [index._core.cost(i) for i in range(len(tools))] if statistics == "caller" else []
+        index._set_statistics(statistics, (scoring["weights"], scoring["b"], float(scoring["k1"]), costs))
         index._set_ranking(embedder, float(options["alpha"]), rerank, int(options["depth"]), dense_options, keep)
         return index
 
@@ -209,13 +298,13 @@ class Index:
         """
         k, perms = _count("k", k), _caller(caller)
         if self._dense is None and self._rerank is None:
-            positions, scores = self._core.search(_query(query), perms, k)
+            positions, scores = self._core_search(_query(query), perms, k)
             return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
         return self._ranking(Query.of(query), perms, max(k, self._depth))[:k]
 
     def _ranking(self, query: Query, perms: list[str], depth: int) -> list[Hit]:
         """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use."""
-        positions, scores = self._core.search(list(query.parts), perms, depth)
+        positions, scores = self._core_search(list(query.parts), perms, depth)
         ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
         if self._dense is not None and self._embedder is not None and query.parts:
             texts, weights = zip(*query.parts, strict=True)
@@ -243,7 +332,7 @@ class Index:
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
         if self._dense is None and self._rerank is None:
-            packed = self._core.select(_query(query), perms, tokens, cap)
+            packed = self._core_select(_query(query), perms, tokens, cap)
         else:
             order = np.array([h.position for h in self._ranking(Query.of(query), perms, self._depth)], dtype=np.uint32)
             packed = self._core.select_ranked(order, perms, tokens, cap)
@@ -253,7 +342,7 @@ class Index:
     def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
         k, perms = _count("k", k), _caller(caller)
-        if self._dense is not None or self._rerank is not None:
+        if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.search(q, k, perms) for q in queries]
         batch = self._core.search_many([_query(q) for q in queries], perms, k)
         return [[Hit(self._tools[i], i, s) for i, s in zip(p.tolist(), sc.tolist(), strict=True)] for p, sc in batch]
@@ -265,7 +354,7 @@ class Index:
         tokens = UNLIMITED if budget is None else _count("budget", budget)
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
-        if self._dense is not None or self._rerank is not None:
+        if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.select(q, perms, budget, k=k) for q in queries]
         batch = self._core.select_many([_query(q) for q in queries], perms, tokens, cap)
         return [Selection(self, sel, nc, used, budget, dropped, over) for sel, nc, used, dropped, over in batch]

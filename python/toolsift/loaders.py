@@ -77,7 +77,7 @@ def _mcp_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
 def _openai_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     if item.get("type", "function") != "function":
         raise CatalogFormatError(f"item {i} is a {item.get('type')!r} tool, not a function", tool=f"#{i}", field="type")
-    fn = _field(item, "function", i, Mapping, item)  # Chat Completions nests; Responses API is flat
+    fn = _field(item, "function", i, Mapping) or item  # Chat Completions nests; Responses API is flat
     return {
         "name": _field(fn, "name", i, str),
         "description": _field(fn, "description", i, str, ""),

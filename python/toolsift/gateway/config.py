@@ -96,6 +96,7 @@ class GatewayConfig:
     call_timeout: float = 30.0
     debounce: float = 0.2
     strict_schema_changes: bool = False
+    scan: str = "report"
     source: str = ""
 
     def server(self, name: str) -> ServerConfig:
@@ -274,12 +275,15 @@ def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
         path=r.take(gw, "path", str, "gateway", "/mcp"),
         log=r.take(gw, "log", str, "gateway"),
         strict_schema_changes=r.take(gw, "strict_schema_changes", bool, "gateway", False),
+        scan=r.take(gw, "scan", str, "gateway", "report"),
         source=source,
         budget_tokens=ints["budget_tokens"],
         call_timeout=numbers["call_timeout"],
         debounce=numbers["debounce"],
     )
     r.done(gw, "gateway")
+    if config.scan not in ("off", "report", "withhold"):
+        raise r.fail(f"must be 'off', 'report' or 'withhold', not {config.scan!r}", "gateway.scan")
     if transport == "http" and not callers and not _loopback(host):
         raise r.fail("a gateway bound to a non-loopback host needs [callers] with tokens", "gateway.host")
     return config

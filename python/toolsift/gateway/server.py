@@ -13,6 +13,7 @@ is built beside the one in service and swapped in whole, so every request sees e
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -104,6 +105,7 @@ class Gateway:
         self._table: dict[str, Entry] = {}  # registry order: first seen first, new tools appended
         self._held: dict[str, Entry] = {}  # schema changes waiting for acknowledgement
         self._seen: set[str] = set()  # servers listed at least once
+        self._reported: set[tuple[str, str, str]] = set()  # scan findings already logged
         self._lock = anyio.Lock()
         self.version = Version(0, {}, Index(Catalog()))
         self._bus = InMemorySubscriptionBus()
@@ -189,7 +191,12 @@ class Gateway:
     async def _swap(self) -> None:
         live = {n: e for n, e in self._table.items() if not e.hidden and n not in self._held}
         catalog = Catalog(e.tool for e in live.values())
-        index = await anyio.to_thread.run_sync(Index, catalog)
+        index = await anyio.to_thread.run_sync(functools.partial(Index, catalog, scan=self.config.scan))
+        for f in index.findings:
+            if (f.tool, f.kind, f.detail) not in self._reported:
+                self._reported.add((f.tool, f.kind, f.detail))
+                withheld = self.config.scan == "withhold"
+                self.log.write("poisoned", tool=f.tool, field=f.field, kind=f.kind, detail=f.detail, withheld=withheld)
         self.version = Version(self.version.number + 1, live, index)
         if self.config.log:  # the catalog beside the log: `toolsift eval --gateway-log` reads both
             catalog.save(self.config.log + ".tools.jsonl")
