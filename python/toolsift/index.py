@@ -127,7 +127,7 @@ class Index:
             [t.core for t in self._tools],
             k1=_number("k1", k1),
         )
-        self._set_statistics(statistics, (weights, bs, float(k1), costs))
+        self._set_statistics(statistics, (weights, bs, float(k1), costs), columns)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
 
     def _scan(self, policy: str) -> tuple[Finding, ...]:
@@ -139,10 +139,12 @@ class Index:
         self._withheld = {f.tool for f in findings} if policy == "withhold" else set()
         return findings
 
-    def _set_statistics(self, statistics: str, build: tuple[Any, ...]) -> None:
+    def _set_statistics(self, statistics: str, build: tuple[Any, ...], columns: list[Any] | None = None) -> None:
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         self._statistics, self._build = statistics, build
+        # per-field texts of every tool, kept for the per-caller indexes (after load: made on first use)
+        self._columns = columns if statistics == "caller" else None
         self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray]] = {}
         self._tenant_lock = threading.Lock()
 
@@ -155,16 +157,17 @@ class Index:
         if found is not None:
             return found
         weights, bs, k1, costs = self._build
+        if self._columns is None:
+            self._columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
         keep = np.flatnonzero(self._core.allowed_mask(perms)).astype(np.uint32)
-        tools = [self._tools[i] for i in keep.tolist()]
-        columns = list(zip(*(tool_fields(t) for t in tools), strict=True)) or [() for _ in range(5)]
+        kept = keep.tolist()
         sub = _core.Index(
-            [list(c) for c in columns],
+            [[column[i] for i in kept] for column in self._columns],
             weights,
             bs,
-            [[] for _ in tools],
-            [costs[i] for i in keep.tolist()],
-            [t.core for t in tools],
+            [[] for _ in kept],
+            [costs[i] for i in kept],
+            [self._tools[i].core for i in kept],
             k1=k1,
         )
         with self._tenant_lock:

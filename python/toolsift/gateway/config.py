@@ -8,6 +8,7 @@ ignored silently. See the README for a complete example.
 from __future__ import annotations
 
 import fnmatch
+import hmac
 import ipaddress
 import os
 import re
@@ -104,8 +105,6 @@ class GatewayConfig:
 
     def caller_for_token(self, token: str | None) -> CallerConfig | None:
         """The caller whose token this is (constant-time comparison), or ``None``."""
-        import hmac
-
         if token is None:
             return None
         found = None
@@ -253,18 +252,15 @@ def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
     port = r.take(gw, "port", int, "gateway", 8765)
     if not 0 <= port < 65536:
         raise r.fail("must be in 0..65535", "gateway.port")
-    numbers = {}
+    seconds = {}
     for key, default in (("call_timeout", 30.0), ("debounce", 0.2)):
         value = r.take(gw, key, (int, float), "gateway", default)
         if value < 0 or (key == "call_timeout" and value == 0):
             raise r.fail("must be positive", f"gateway.{key}")
-        numbers[key] = float(value)
-    ints = {}
-    for key, default in (("budget_tokens", 4000),):
-        value = r.take(gw, key, int, "gateway", default)
-        if value <= 0:
-            raise r.fail("must be a positive integer", f"gateway.{key}")
-        ints[key] = value
+        seconds[key] = float(value)
+    budget = r.take(gw, "budget_tokens", int, "gateway", 4000)
+    if budget <= 0:
+        raise r.fail("must be a positive integer", "gateway.budget_tokens")
     config = GatewayConfig(
         servers=servers,
         callers=callers,
@@ -277,9 +273,9 @@ def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
         strict_schema_changes=r.take(gw, "strict_schema_changes", bool, "gateway", False),
         scan=r.take(gw, "scan", str, "gateway", "report"),
         source=source,
-        budget_tokens=ints["budget_tokens"],
-        call_timeout=numbers["call_timeout"],
-        debounce=numbers["debounce"],
+        budget_tokens=budget,
+        call_timeout=seconds["call_timeout"],
+        debounce=seconds["debounce"],
     )
     r.done(gw, "gateway")
     if config.scan not in ("off", "report", "withhold"):

@@ -13,7 +13,6 @@ is built beside the one in service and swapped in whole, so every request sees e
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import json
@@ -139,11 +138,11 @@ class Gateway:
 
     # -- the tool table ------------------------------------------------------------------------
     def _entry(self, server: str, tool: types.Tool) -> Entry:
-        name = namespaced(server, tool.name)
-        perms, hidden = permissions_of(self.config, server, name, _annotations(tool))
+        name, notes = namespaced(server, tool.name), _annotations(tool)
+        perms, hidden = permissions_of(self.config, server, name, notes)
         pinned = tool.name in self.config.server(server).pinned
         described = tool.description or tool.title or ""
-        item = Tool(name, described, tool.input_schema, permissions=perms, core=pinned, annotations=_annotations(tool))
+        item = Tool(name, described, tool.input_schema, permissions=perms, core=pinned, annotations=notes)
         return Entry(server, tool.name, item, digest(tool), hidden)
 
     async def apply(self, server: str, tools: list[types.Tool]) -> None:
@@ -170,14 +169,10 @@ class Gateway:
                 self._held.pop(n, None)
             for n in added:
                 self._table[n] = fresh[n]
+            hold = self.config.strict_schema_changes
             for n in changed:
-                before = self._current_digest(n)
-                if self.config.strict_schema_changes:
-                    self._held[n] = fresh[n]
-                    self.log.write("schema_changed", tool=n, old=before, new=fresh[n].digest, held=True)
-                else:
-                    self._table[n] = fresh[n]
-                    self.log.write("schema_changed", tool=n, old=before, new=fresh[n].digest, held=False)
+                self.log.write("schema_changed", tool=n, old=self._current_digest(n), new=fresh[n].digest, held=hold)
+                (self._held if hold else self._table)[n] = fresh[n]
             if not (added or removed or changed) and server in self._seen:
                 return
             self._seen.add(server)
@@ -191,15 +186,19 @@ class Gateway:
     async def _swap(self) -> None:
         live = {n: e for n, e in self._table.items() if not e.hidden and n not in self._held}
         catalog = Catalog(e.tool for e in live.values())
-        index = await anyio.to_thread.run_sync(functools.partial(Index, catalog, scan=self.config.scan))
+
+        def build() -> Index:  # off the event loop: index build and the catalog file beside the log
+            if self.config.log:  # `toolsift eval --gateway-log` reads it with the log
+                catalog.save(self.config.log + ".tools.jsonl")
+            return Index(catalog, scan=self.config.scan)
+
+        index = await anyio.to_thread.run_sync(build)
         for f in index.findings:
             if (f.tool, f.kind, f.detail) not in self._reported:
                 self._reported.add((f.tool, f.kind, f.detail))
                 withheld = self.config.scan == "withhold"
                 self.log.write("poisoned", tool=f.tool, field=f.field, kind=f.kind, detail=f.detail, withheld=withheld)
         self.version = Version(self.version.number + 1, live, index)
-        if self.config.log:  # the catalog beside the log: `toolsift eval --gateway-log` reads both
-            catalog.save(self.config.log + ".tools.jsonl")
         await self._notify()
 
     def held(self) -> dict[str, tuple[str, str]]:
