@@ -36,7 +36,7 @@ pub struct Packing {
 }
 
 /// Greedy packing fed one candidate at a time, best-ranked first.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Packer {
     out: Packing,
     taken: Vec<DocId>,

@@ -7,14 +7,14 @@
 //! is never scored, ranked, counted toward the budget or returned. Corpus statistics (N, document
 //! frequencies, average field lengths) are those of the whole catalog.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::bm25::{idf, Bm25Params};
 use crate::budget::{pack, Packer, Packing};
 use crate::error::{Error, Result};
-use crate::maxscore::{self, TermInput};
 use crate::permissions::{CallerMask, PermissionTable};
 use crate::postings::{DocId, Postings, PostingsBuilder};
+use crate::taat::{self, Ranked, Term};
 use crate::tokenizer::{stem, tokenize_into, Tokenizer};
 use crate::topk::Hit;
 use crate::vocab::{TermId, Vocab};
@@ -265,10 +265,11 @@ impl Index {
     }
 
     /// Query terms found in the dictionary, each with the summed weight of its occurrences, in
-    /// term-id order (the canonical order in which every path sums a tool's score).
-    fn query_terms(&self, query: &Query<'_>) -> Vec<(TermId, f32)> {
+    /// canonical order: largest score bound first, ties by term id. Every path sums a tool's
+    /// score in this order, so pruned and exhaustive scores agree to the bit.
+    pub(crate) fn query_terms(&self, query: &Query<'_>) -> Vec<Term<'_>> {
         let mut tokens = Vec::new();
-        let mut terms: Vec<(TermId, f32)> = Vec::new();
+        let mut found: Vec<(TermId, f32)> = Vec::new();
         for &(text, weight) in &query.0 {
             tokens.clear();
             tokenize_into(text, &mut tokens);
@@ -276,26 +277,42 @@ impl Index {
                 let Some(id) = self.vocab.get(t) else {
                     continue;
                 };
-                match terms.iter_mut().find(|(x, _)| *x == id) {
+                match found.iter_mut().find(|(x, _)| *x == id) {
                     Some(e) => e.1 += weight,
-                    None => terms.push((id, weight)),
+                    None => found.push((id, weight)),
                 }
             }
         }
-        terms.retain(|&(_, w)| w > 0.0);
-        terms.sort_unstable_by_key(|&(t, _)| t);
-        terms
+        found.retain(|&(_, w)| w > 0.0);
+        let mut terms: Vec<(TermId, Term<'_>)> = found
+            .into_iter()
+            .map(|(id, qtf)| {
+                let list = self.postings.list(id);
+                let weight = qtf * idf(self.len(), list.len());
+                // Inflated a little so that rounding in a sum can never exceed the bounds.
+                let bound = self.params.score(weight, self.postings.max_tf(id)) * (1.0 + 1e-5);
+                (
+                    id,
+                    Term {
+                        list,
+                        weight,
+                        bound,
+                    },
+                )
+            })
+            .collect();
+        terms.sort_unstable_by(|(a, x), (b, y)| y.bound.total_cmp(&x.bound).then(a.cmp(b)));
+        terms.into_iter().map(|(_, t)| t).collect()
     }
 
     /// Every tool the caller may use that matches the query, with its score, unordered, by
-    /// exhaustive term-at-a-time scoring. This is the reference the pruned paths must equal.
+    /// exhaustive term-at-a-time scoring written as plainly as possible. This is the reference
+    /// the pruned paths must equal.
     pub fn score<'q>(&self, query: impl Into<Query<'q>>, caller: &CallerMask) -> Vec<Hit> {
         let mut acc = vec![0f32; self.len()];
         let mut touched: Vec<DocId> = Vec::new();
-        for (term, qtf) in self.query_terms(&query.into()) {
-            let list = self.postings.list(term);
-            let weight = qtf * idf(self.len(), list.len());
-            for (&doc, &tf) in list.docs.iter().zip(list.tfs) {
+        for term in self.query_terms(&query.into()) {
+            for (&doc, &tf) in term.list.docs.iter().zip(term.list.tfs) {
                 if !self.perms.allows(caller, doc) {
                     continue; // filter before rank: a forbidden tool is never scored
                 }
@@ -303,7 +320,7 @@ impl Index {
                 if *slot == 0.0 {
                     touched.push(doc);
                 }
-                *slot += self.params.score(weight, tf);
+                *slot += self.params.score(term.weight, tf);
             }
         }
         touched
@@ -315,22 +332,23 @@ impl Index {
             .collect()
     }
 
-    /// The `k` best tools for the query among those `skip` does not reject, by MaxScore.
-    fn top_k(&self, query: &Query<'_>, skip: impl Fn(DocId) -> bool, k: usize) -> Vec<Hit> {
-        let n = self.len();
-        let terms: Vec<TermInput<'_>> = self
-            .query_terms(query)
-            .into_iter()
-            .map(|(t, qtf)| {
-                let list = self.postings.list(t);
-                TermInput {
-                    list,
-                    weight: qtf * idf(n, list.len()),
-                    max_tf: self.postings.max_tf(t),
-                }
-            })
-            .collect();
-        maxscore::top_k(&self.params, &terms, skip, k)
+    /// The matching tools the caller may use and `keep` accepts, ranked at least `want` deep
+    /// (see [`taat::rank`]); exhaustive when `want` is `usize::MAX`.
+    fn rank(
+        &self,
+        terms: &[Term<'_>],
+        caller: &CallerMask,
+        keep: impl Fn(DocId) -> bool,
+        want: usize,
+    ) -> Ranked {
+        taat::rank(
+            &self.params,
+            terms,
+            self.len(),
+            |d| self.perms.allowed(caller, d),
+            keep,
+            want,
+        )
     }
 
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
@@ -340,7 +358,11 @@ impl Index {
         caller: &CallerMask,
         k: usize,
     ) -> Vec<Hit> {
-        self.top_k(&query.into(), |d| !self.perms.allows(caller, d), k)
+        if k == 0 {
+            return Vec::new();
+        }
+        let terms = self.query_terms(&query.into());
+        self.rank(&terms, caller, |_| true, k).best(k)
     }
 
     /// How many candidates a selection probably needs: enough tools of average cost to fill the
@@ -375,26 +397,30 @@ impl Index {
         let core = self.allowed_core(caller);
         let core_tokens = core.iter().map(|&d| u64::from(self.cost(d))).sum();
         let mut packer = Packer::new(&core, core_tokens, budget_tokens, max_taken, self.min_cost);
-        let mut examined: HashSet<DocId> = HashSet::new();
+        if packer.full() {
+            return packer.finish();
+        }
+        let terms = self.query_terms(&query);
         // The first round ranks every candidate, so the best-ranked tools that do not fit are
         // reported as dropped. Later rounds rank only tools not yet examined that could still
         // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
+        let mut examined: Vec<DocId> = Vec::new(); // sorted
         let mut limit = u64::MAX;
         while !packer.full() {
             let k = self.first_k(packer.remaining(), Some(packer.room()));
-            let skip = |d: DocId| {
-                self.is_core[d as usize]
-                    || u64::from(self.cost(d)) > limit
-                    || examined.contains(&d)
-                    || !self.perms.allows(caller, d)
+            let keep = |d: DocId| {
+                !self.is_core[d as usize]
+                    && u64::from(self.cost(d)) <= limit
+                    && examined.binary_search(&d).is_err()
             };
-            let ranked = self.top_k(&query, skip, k);
+            let ranked = self.rank(&terms, caller, keep, k).best(k);
             for hit in &ranked {
-                examined.insert(hit.doc);
                 if !packer.full() {
                     packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
                 }
             }
+            examined.extend(ranked.iter().map(|h| h.doc));
+            examined.sort_unstable();
             if ranked.len() < k {
                 break;
             }
@@ -627,6 +653,28 @@ pub(crate) mod tests {
             )
         }
 
+        /// Word `i` of 30 drawn with a probability falling steeply with `i`.
+        fn skewed_catalog() -> impl Strategy<Value = Vec<(String, String, u8, bool, u32)>> {
+            let text = |n| {
+                proptest::collection::vec(0u32..1000, 0..n).prop_map(|xs| {
+                    xs.iter()
+                        .map(|&x| format!("w{}", ((f64::from(x) / 1000.0).powi(3) * 30.0) as usize))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+            };
+            proptest::collection::vec(
+                (
+                    text(4),
+                    text(25),
+                    0u8..4,
+                    proptest::bool::weighted(0.05),
+                    1u32..60,
+                ),
+                20..300,
+            )
+        }
+
         fn build(docs: &[(String, String, u8, bool, u32)]) -> Index {
             let perms = ["", "a", "b", "c"];
             two_field_index(
@@ -649,6 +697,25 @@ pub(crate) mod tests {
                 rank(&mut all);
                 all.truncate(k);
                 prop_assert_eq!(idx.search(query.as_str(), &caller, k), all);
+            }
+
+            /// Larger catalogs with a skewed vocabulary (a few words in most tools, most words
+            /// in few), where the ranking stops walking the common lists and probes them.
+            #[test]
+            fn pruned_ranking_on_skewed_catalogs_equals_exhaustive(docs in skewed_catalog(), q in proptest::collection::vec(0usize..30, 1..7), k in 1usize..15, budget in 0u64..900, who in 0usize..3) {
+                let idx = build(&docs);
+                let callers: [&[&str]; 3] = [&[], &["a"], &["a", "b", "c"]];
+                let caller = idx.caller(callers[who]);
+                let query = q.iter().map(|&w| format!("w{w}")).collect::<Vec<_>>().join(" ");
+                let mut all = idx.score(query.as_str(), &caller);
+                rank(&mut all);
+                let mut top = all.clone();
+                top.truncate(k);
+                prop_assert_eq!(idx.search(query.as_str(), &caller, k), top);
+                let ranked: Vec<DocId> = all.iter().map(|h| h.doc).filter(|&d| !idx.is_core[d as usize]).collect();
+                let want = pack(&idx.allowed_core(&caller), &ranked, |d| u64::from(idx.cost(d)), budget, None, 0);
+                let got = idx.select(query.as_str(), &caller, budget, None);
+                prop_assert_eq!(got.selected, want.selected);
             }
 
             #[test]

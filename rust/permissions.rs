@@ -20,6 +20,29 @@ pub struct PermissionTable {
     ids: HashMap<String, PermId>,
     offsets: Vec<usize>,
     required: Vec<PermId>,
+    /// Per tool, the bit of a [`CallerMask`] that decides it: [`PUBLIC`] (set in every mask),
+    /// [`SEVERAL`] (never set: look at `required`), or the one permission it requires. Most tools
+    /// need at most one permission, so the hot-path check is one load and one bit test, without
+    /// a branch that depends on the answer.
+    single: Vec<u32>,
+}
+
+/// The mask bit of tools that require nothing: set for every caller.
+const PUBLIC: u32 = 0;
+/// The mask bit of tools that require several permissions: never set.
+const SEVERAL: u32 = 1;
+
+/// The mask bit of permission `p`.
+fn slot(p: PermId) -> u32 {
+    p + 2
+}
+
+fn single_of(required: &[PermId]) -> u32 {
+    match required {
+        [] => PUBLIC,
+        [p] => slot(*p),
+        _ => SEVERAL,
+    }
 }
 
 impl Default for PermissionTable {
@@ -28,20 +51,28 @@ impl Default for PermissionTable {
             ids: HashMap::new(),
             offsets: vec![0],
             required: Vec::new(),
+            single: Vec::new(),
         }
     }
 }
 
-/// The permissions a caller holds, as a bitset over [`PermId`].
+/// The permissions a caller holds, as a bitset over mask bits (see `PermissionTable::single`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallerMask {
     bits: Vec<u64>,
 }
 
 impl CallerMask {
+    /// 1 when mask bit `s` is set, else 0.
+    #[inline]
+    fn bit(&self, s: u32) -> u64 {
+        self.bits
+            .get((s / 64) as usize)
+            .map_or(0, |w| w >> (s % 64) & 1)
+    }
+
     fn holds(&self, p: PermId) -> bool {
-        let (word, bit) = ((p / 64) as usize, p % 64);
-        self.bits.get(word).is_some_and(|w| w >> bit & 1 == 1)
+        self.bit(slot(p)) == 1
     }
 }
 
@@ -57,14 +88,17 @@ impl PermissionTable {
             }
         }
         self.offsets.push(self.required.len());
+        self.single.push(single_of(&self.required[start..]));
     }
 
     /// The mask of a caller holding `perms`.
     pub fn caller<S: AsRef<str>>(&self, perms: &[S]) -> CallerMask {
-        let mut bits = vec![0u64; self.ids.len().div_ceil(64)];
+        let mut bits = vec![0u64; (self.ids.len() + 2).div_ceil(64)];
+        bits[0] |= 1 << PUBLIC;
         for p in perms {
             if let Some(&id) = self.ids.get(p.as_ref()) {
-                bits[(id / 64) as usize] |= 1 << (id % 64);
+                let s = slot(id);
+                bits[(s / 64) as usize] |= 1 << (s % 64);
             }
         }
         CallerMask { bits }
@@ -73,10 +107,22 @@ impl PermissionTable {
     /// True when the caller holds every permission `doc` requires.
     #[inline]
     pub fn allows(&self, caller: &CallerMask, doc: DocId) -> bool {
+        self.allowed(caller, doc) == 1
+    }
+
+    /// 1 when the caller holds every permission `doc` requires, else 0. The only branch is on
+    /// whether the tool needs several permissions, which does not depend on the caller.
+    #[inline]
+    pub fn allowed(&self, caller: &CallerMask, doc: DocId) -> u64 {
         let d = doc as usize;
-        self.required[self.offsets[d]..self.offsets[d + 1]]
-            .iter()
-            .all(|&p| caller.holds(p))
+        match self.single[d] {
+            SEVERAL => u64::from(
+                self.required[self.offsets[d]..self.offsets[d + 1]]
+                    .iter()
+                    .all(|&p| caller.holds(p)),
+            ),
+            s => caller.bit(s),
+        }
     }
 
     /// `(names by id, offsets, required ids)`, for snapshots.
@@ -107,10 +153,18 @@ impl PermissionTable {
             && offsets.last() == Some(&required.len())
             && offsets.windows(2).all(|w| w[0] <= w[1])
             && required.iter().all(|&p| (p as usize) < n);
-        ok.then_some(PermissionTable {
+        if !ok {
+            return None;
+        }
+        let single = offsets
+            .windows(2)
+            .map(|w| single_of(&required[w[0]..w[1]]))
+            .collect();
+        Some(PermissionTable {
             ids,
             offsets,
             required,
+            single,
         })
     }
 

@@ -57,6 +57,21 @@ def test_a_tool_requiring_several_permissions_needs_all_of_them() -> None:
     assert [h.tool.name for h in idx.search("wire money", caller=["kyc", "billing", "other"])] == ["wire_money"]
 
 
+def test_a_remembered_caller_is_checked_again_and_only_works_on_its_own_index(support: ts.Index) -> None:
+    from toolsift.errors import InvalidParameterError
+
+    assert support.search("refund", caller=["orders.read"]) == support.search("refund", caller=("orders.read",))
+    for _ in range(2):  # the second call is answered from the caller cache: still refused
+        with pytest.raises(InvalidParameterError):
+            support.search("refund", caller=["orders.read", 7])  # type: ignore[list-item]
+        with pytest.raises(InvalidParameterError):
+            support.search("refund", caller=["toolsift:withheld"])
+    other = ts.Index([ts.Tool("refund", "refund an order", permissions="orders.read")])
+    compiled = support._core.caller(["orders.read"])
+    with pytest.raises(ValueError, match="another index"):
+        other._core.search([("refund", 1.0)], compiled, 5)
+
+
 def test_no_caller_sees_public_tools_only(support: ts.Index) -> None:
     names = {h.tool.name for h in support.search("customer account order refund help", k=10)}
     assert names == {"search_help", "refund_policy"}

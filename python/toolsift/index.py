@@ -45,12 +45,26 @@ def _caller(caller: Caller) -> list[str]:
     if caller is None:
         return []
     perms = [caller] if isinstance(caller, str) else list(caller)
+    key = tuple(perms)
+    try:
+        if key in _VALID:  # checked before: skip the per-permission checks
+            return perms
+    except TypeError:  # an unhashable entry: not a string, reported below
+        pass
     for p in perms:
         if not isinstance(p, str):
             raise InvalidParameterError(f"caller permissions must be strings, found {type(p).__name__}")
         if p.startswith(RESERVED):
             raise InvalidParameterError(f"permissions starting with {RESERVED!r} are reserved, found {p!r}")
+    if len(_VALID) >= MAX_CALLERS:
+        _VALID.clear()
+    _VALID.add(key)
     return perms
+
+
+#: Most distinct callers whose validation (and compiled mask, per index) is remembered.
+MAX_CALLERS = 1024
+_VALID: set[tuple[str, ...]] = set()
 
 
 def _count(name: str, value: object) -> int:
@@ -147,6 +161,7 @@ class Index:
         self._columns = columns if statistics == "caller" else None
         self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray]] = {}
         self._tenant_lock = threading.Lock()
+        self._masks: dict[tuple[str, ...], Any] = {}
 
     def _tenant(self, perms: list[str]) -> tuple[Any, np.ndarray] | None:
         """The caller's own core index (built from its allowed tools) and its position map."""
@@ -159,7 +174,7 @@ class Index:
         weights, bs, k1, costs = self._build
         if self._columns is None:
             self._columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
-        keep = np.flatnonzero(self._core.allowed_mask(perms)).astype(np.uint32)
+        keep = np.flatnonzero(self._core.allowed_mask(self._mask(perms))).astype(np.uint32)
         kept = keep.tolist()
         sub = _core.Index(
             [[column[i] for i in kept] for column in self._columns],
@@ -176,20 +191,33 @@ class Index:
             self._tenants[key] = (sub, keep)
         return sub, keep
 
+    def _mask(self, perms: list[str]) -> Any:
+        """``perms`` compiled for the core index, cached: a caller reused across queries is
+        hashed once per query instead of validated and interned again."""
+        key = tuple(perms)
+        found = self._masks.get(key)
+        if found is None:
+            found = self._core.caller(perms)
+            with self._tenant_lock:
+                if len(self._masks) >= MAX_CALLERS:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = found
+        return found
+
     def _core_search(self, parts: list[tuple[str, float]], perms: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         tenant = self._tenant(perms)
         if tenant is None:
-            return self._core.search(parts, perms, k)
+            return self._core.search(parts, self._mask(perms), k)
         sub, keep = tenant
-        positions, scores = sub.search(parts, [], k)
+        positions, scores = sub.search(parts, sub.caller([]), k)
         return keep[positions], scores
 
     def _core_select(self, parts: list[tuple[str, float]], perms: list[str], tokens: int, cap: int | None) -> Any:
         tenant = self._tenant(perms)
         if tenant is None:
-            return self._core.select(parts, perms, tokens, cap)
+            return self._core.select(parts, self._mask(perms), tokens, cap)
         sub, keep = tenant
-        sel, num_core, used, dropped, over = sub.select(parts, [], tokens, cap)
+        sel, num_core, used, dropped, over = sub.select(parts, sub.caller([]), tokens, cap)
         return keep[sel], num_core, used, keep[dropped], over
 
     def _set_ranking(
@@ -284,7 +312,7 @@ class Index:
     def allows(self, caller: Caller, name: str) -> bool:
         """True when a tool called ``name`` exists and the caller may use it."""
         i = self._positions.get(name)
-        return i is not None and self._core.allows(_caller(caller), i)
+        return i is not None and self._core.allows(self._mask(_caller(caller)), i)
 
     def get(self, name: str, caller: Caller = None) -> Tool:
         """The tool called ``name`` if the caller may use it; unknown and forbidden look the same."""
@@ -314,7 +342,7 @@ class Index:
             vectors = unit_rows(self._embedder.embed(list(texts)), "embedder output")
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
-                d_pos, d_scores = self._dense.search(combined, depth, self._core.allowed_mask(perms))
+                d_pos, d_scores = self._dense.search(combined, depth, self._core.allowed_mask(self._mask(perms)))
                 ranked = fuse(ranked, list(zip(d_pos.tolist(), d_scores.tolist(), strict=True)), self._alpha)
         hits = [Hit(self._tools[i], i, s) for i, s in ranked[:depth]]
         if self._rerank is not None:
@@ -338,7 +366,7 @@ class Index:
             packed = self._core_select(_query(query), perms, tokens, cap)
         else:
             order = np.array([h.position for h in self._ranking(Query.of(query), perms, self._depth)], dtype=np.uint32)
-            packed = self._core.select_ranked(order, perms, tokens, cap)
+            packed = self._core.select_ranked(order, self._mask(perms), tokens, cap)
         sel, num_core, used, dropped, over = packed
         return Selection(self, sel, num_core, used, budget, dropped, over)
 
@@ -347,7 +375,7 @@ class Index:
         k, perms = _count("k", k), _caller(caller)
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.search(q, k, perms) for q in queries]
-        batch = self._core.search_many([_query(q) for q in queries], perms, k)
+        batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
         return [[Hit(self._tools[i], i, s) for i, s in zip(p.tolist(), sc.tolist(), strict=True)] for p, sc in batch]
 
     def select_many(
@@ -359,7 +387,7 @@ class Index:
         perms = _caller(caller)
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.select(q, perms, budget, k=k) for q in queries]
-        batch = self._core.select_many([_query(q) for q in queries], perms, tokens, cap)
+        batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
         return [Selection(self, sel, nc, used, budget, dropped, over) for sel, nc, used, dropped, over in batch]
 
 

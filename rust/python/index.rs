@@ -11,11 +11,35 @@ use super::errors::detached;
 use crate::bm25::{Bm25Params, FieldParams};
 use crate::error::Error;
 use crate::index::{DocInput, Index, IndexBuilder, Query};
+use crate::permissions::CallerMask;
 
 /// Built index; every query method releases the GIL.
 #[pyclass(frozen, name = "Index", module = "toolsift._core")]
 pub struct PyIndex {
     inner: Arc<Index>,
+}
+
+/// A caller's permissions compiled against one index (see `PyIndex::caller`), so that a
+/// caller reused across queries is not re-validated and re-hashed each time.
+#[pyclass(frozen, name = "Caller", module = "toolsift._core")]
+pub struct PyCaller {
+    mask: CallerMask,
+    /// The index the mask was compiled for (permission ids mean nothing elsewhere); held, so
+    /// that its address cannot be reused by another index while this caller exists.
+    owner: Arc<Index>,
+}
+
+impl PyIndex {
+    /// The caller's mask, refused when it was compiled for another index.
+    fn mask(&self, caller: &PyCaller) -> PyResult<CallerMask> {
+        if Arc::ptr_eq(&caller.owner, &self.inner) {
+            Ok(caller.mask.clone())
+        } else {
+            Err(pyo3::exceptions::PyValueError::new_err(
+                "this Caller was compiled for another index",
+            ))
+        }
+    }
 }
 
 fn check_len(field: &'static str, got: usize, expected: usize) -> Result<(), Error> {
@@ -121,13 +145,11 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         query: Vec<(String, f32)>,
-        caller: Vec<String>,
+        caller: &PyCaller,
         k: usize,
     ) -> PyResult<HitArrays<'py>> {
-        let idx = Arc::clone(&self.inner);
-        let hits = detached(py, move || {
-            idx.search(parts(&query), &idx.caller(&caller), k)
-        })?;
+        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let hits = detached(py, move || idx.search(parts(&query), &mask, k))?;
         Ok(convert::hits(py, hits))
     }
 
@@ -137,18 +159,13 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         query: Vec<(String, f32)>,
-        caller: Vec<String>,
+        caller: &PyCaller,
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<PackingTuple<'py>> {
-        let idx = Arc::clone(&self.inner);
+        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
         let packing = detached(py, move || {
-            idx.select(
-                parts(&query),
-                &idx.caller(&caller),
-                budget_tokens,
-                max_taken,
-            )
+            idx.select(parts(&query), &mask, budget_tokens, max_taken)
         })?;
         Ok(convert::packing(py, packing))
     }
@@ -158,12 +175,11 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         queries: Vec<Vec<(String, f32)>>,
-        caller: Vec<String>,
+        caller: &PyCaller,
         k: usize,
     ) -> PyResult<Vec<HitArrays<'py>>> {
-        let idx = Arc::clone(&self.inner);
+        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
         let all = detached(py, move || {
-            let mask = idx.caller(&caller);
             queries
                 .iter()
                 .map(|q| idx.search(parts(q), &mask, k))
@@ -181,13 +197,12 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         queries: Vec<Vec<(String, f32)>>,
-        caller: Vec<String>,
+        caller: &PyCaller,
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<Vec<PackingTuple<'py>>> {
-        let idx = Arc::clone(&self.inner);
+        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
         let all = detached(py, move || {
-            let mask = idx.caller(&caller);
             queries
                 .iter()
                 .map(|q| idx.select(parts(q), &mask, budget_tokens, max_taken))
@@ -202,13 +217,14 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         ranked: PyReadonlyArray1<'py, u32>,
-        caller: Vec<String>,
+        caller: &PyCaller,
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<PackingTuple<'py>> {
-        let (idx, ranked) = (Arc::clone(&self.inner), ranked.as_array().to_vec());
+        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let ranked = ranked.as_array().to_vec();
         let packing = detached(py, move || {
-            idx.pack_ranked(&ranked, &idx.caller(&caller), budget_tokens, max_taken)
+            idx.pack_ranked(&ranked, &mask, budget_tokens, max_taken)
         })?;
         Ok(convert::packing(py, packing))
     }
@@ -217,16 +233,24 @@ impl PyIndex {
     fn allowed_mask<'py>(
         &self,
         py: Python<'py>,
-        caller: Vec<String>,
+        caller: &PyCaller,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let idx = Arc::clone(&self.inner);
-        let mask = detached(py, move || idx.allowed_mask(&idx.caller(&caller)))?;
+        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let mask = detached(py, move || idx.allowed_mask(&mask))?;
         Ok(mask.into_pyarray(py))
     }
 
     /// True when a caller holding `caller` may use the tool at `position`.
-    fn allows(&self, caller: Vec<String>, position: u32) -> bool {
-        self.inner.allows(&self.inner.caller(&caller), position)
+    fn allows(&self, caller: &PyCaller, position: u32) -> PyResult<bool> {
+        Ok(self.inner.allows(&self.mask(caller)?, position))
+    }
+
+    /// `caller` (permission strings) compiled for this index, to pass to the query methods.
+    fn caller(&self, caller: Vec<String>) -> PyCaller {
+        PyCaller {
+            mask: self.inner.caller(&caller),
+            owner: Arc::clone(&self.inner),
+        }
     }
 
     /// Token cost of the tool at `position`.

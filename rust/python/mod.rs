@@ -27,6 +27,7 @@ fn stem(word: &str) -> String {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
+    m.add_class::<index::PyCaller>()?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stem, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;

@@ -1,0 +1,232 @@
+//! Term-at-a-time scoring with safe pruning.
+//!
+//! Query terms are taken in their canonical order: largest score bound first (the rarest terms).
+//! Each term's postings are added into a per-thread accumulator, a forbidden tool's postings with
+//! weight 0, so it never gets a score. Once the `want`-th best partial score beats the summed
+//! bounds of the terms still to come, no tool that has not been reached yet can rank among the
+//! best `want`: the remaining (common, long) lists are then only *probed* for the tools already
+//! reached (a galloping merge), instead of walked in full. What comes out is a ranking that is
+//! exact for every tool scoring above the largest score an unreached tool could still have: the
+//! prefix of the exhaustive ranking, bit for bit, since every tool's contributions are summed in
+//! the same canonical order the exhaustive path uses.
+//!
+//! Typical queries mix a few rare words with common ones whose postings make up most of the work;
+//! those are the lists that get probed, so the work follows the rare terms, not the catalog.
+
+use std::cell::RefCell;
+
+use crate::bm25::Bm25Params;
+use crate::postings::{DocId, PostingList};
+use crate::topk::Hit;
+
+/// One query term: its postings, its weight (idf × query frequency) and an upper bound on what
+/// it adds to any tool's score.
+#[derive(Debug, Clone, Copy)]
+pub struct Term<'a> {
+    pub list: PostingList<'a>,
+    pub weight: f32,
+    pub bound: f32,
+}
+
+/// Tools for a query, each with its exact score.
+#[derive(Debug)]
+pub struct Ranked {
+    /// The hits; sorted best first when `complete` is false.
+    pub hits: Vec<Hit>,
+    /// True when `hits` holds every matching tool (then unsorted); false when it is the exact
+    /// best-first prefix of the ranking of every matching tool, with at least `want` entries.
+    pub complete: bool,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// First position at or after `from` whose doc is ≥ `doc` (exponential then binary search).
+fn gallop(docs: &[DocId], from: usize, doc: DocId) -> usize {
+    let mut step = 1;
+    let mut hi = from;
+    while hi < docs.len() && docs[hi] < doc {
+        hi = from + step;
+        step *= 2;
+    }
+    let lo = from + step / 4;
+    let hi = hi.min(docs.len());
+    let lo = lo.min(hi);
+    lo + docs[lo..hi].partition_point(|&d| d < doc)
+}
+
+/// Scores `terms` (canonical order) for a catalog of `num_docs` tools. `allowed(doc)` is 1 when
+/// the caller may use the tool (checked before any of its postings is scored), `keep(doc)`
+/// filters which allowed tools are wanted. Stops walking postings once the best `want` kept
+/// tools are known to be among those reached; `want = usize::MAX` scores exhaustively.
+pub fn rank(
+    params: &Bm25Params,
+    terms: &[Term<'_>],
+    num_docs: usize,
+    allowed: impl Fn(DocId) -> u64,
+    keep: impl Fn(DocId) -> bool,
+    want: usize,
+) -> Ranked {
+    // Taken out while in use, so a panic can only lose the buffer, never leave it dirty.
+    let mut acc = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if acc.len() < num_docs {
+        acc = vec![0f32; num_docs];
+    }
+    let n = terms.len();
+    let mut rest = vec![0f32; n + 1]; // rest[j]: summed bounds of terms j..
+    for j in (0..n).rev() {
+        rest[j] = rest[j + 1] + terms[j].bound;
+    }
+    let mut rest_postings: usize = terms.iter().map(|t| t.list.len()).sum();
+    let mut touched: Vec<DocId> = vec![0; rest_postings];
+    let mut count = 0usize;
+    let mut partials: Vec<f32> = Vec::new();
+    let mut walked = 0;
+    let mut theta = f32::INFINITY;
+    while walked < n {
+        let t = &terms[walked];
+        // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and
+        // it is never collected; a tool is recorded the first time its accumulator turns positive.
+        for (&doc, &tf) in t.list.docs.iter().zip(t.list.tfs) {
+            let add = params.score(t.weight * allowed(doc) as f32, tf);
+            let slot = &mut acc[doc as usize];
+            let fresh = *slot == 0.0;
+            *slot += add;
+            touched[count] = doc;
+            count += usize::from(fresh & (add > 0.0));
+        }
+        walked += 1;
+        rest_postings -= t.list.len();
+        // Worth checking only while the lists left are longer than what a probe would touch.
+        if walked < n && want != usize::MAX && rest_postings > count {
+            partials.clear();
+            partials.extend(
+                touched[..count]
+                    .iter()
+                    .filter(|&&d| keep(d))
+                    .map(|&d| acc[d as usize]),
+            );
+            if partials.len() >= want && want > 0 {
+                let (_, &mut th, _) =
+                    partials.select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
+                if th > rest[walked] {
+                    theta = th;
+                    break;
+                }
+            }
+        }
+    }
+    let mut hits: Vec<Hit> = touched[..count]
+        .iter()
+        .filter(|&&doc| keep(doc))
+        .map(|&doc| Hit {
+            doc,
+            score: acc[doc as usize],
+        })
+        .collect();
+    touched[..count].iter().for_each(|&d| acc[d as usize] = 0.0);
+    SCRATCH.with(|s| *s.borrow_mut() = acc);
+    if walked == n {
+        return Ranked {
+            hits,
+            complete: true,
+        };
+    }
+    // A tool not reached scores at most rest[walked]; a reached one that cannot get to the
+    // want-th best partial score (theta) is dropped. Those above both are ranked exactly.
+    let mut floor = rest[walked];
+    hits.retain(|h| {
+        let most = h.score + rest[walked];
+        if most < theta {
+            floor = floor.max(most);
+        }
+        most >= theta
+    });
+    // Probe the remaining lists for the tools kept, adding in canonical term order.
+    hits.sort_unstable_by_key(|h| h.doc);
+    for t in &terms[walked..] {
+        let (docs, tfs) = (t.list.docs, t.list.tfs);
+        let mut at = 0;
+        for h in hits.iter_mut() {
+            at = gallop(docs, at, h.doc);
+            if at == docs.len() {
+                break;
+            }
+            if docs[at] == h.doc {
+                h.score += params.score(t.weight, tfs[at]);
+            }
+        }
+    }
+    hits.retain(|h| h.score > floor);
+    hits.sort_unstable_by(Hit::rank_cmp);
+    Ranked {
+        hits,
+        complete: false,
+    }
+}
+
+impl Ranked {
+    /// The `k` best hits, best first.
+    pub fn best(self, k: usize) -> Vec<Hit> {
+        let mut hits = self.hits;
+        if self.complete {
+            if hits.len() > k {
+                hits.select_nth_unstable_by(k, Hit::rank_cmp);
+            }
+            hits.truncate(k);
+            hits.sort_unstable_by(Hit::rank_cmp);
+        }
+        hits.truncate(k);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn common_lists_are_probed_not_walked_and_the_ranking_stays_exact() {
+        use crate::index::tests::two_field_index;
+        // "rare" in 3 tools, "common" in all 200: the best 2 are known after the rare list.
+        let docs: Vec<(String, String)> = (0..200)
+            .map(|i| {
+                let rare = if i % 70 == 5 { " rare" } else { "" };
+                (format!("tool{i}"), format!("common thing{}{rare}", i % 7))
+            })
+            .collect();
+        let idx = two_field_index(
+            docs.iter()
+                .map(|(n, d)| (n.as_str(), d.as_str(), "", false, 10)),
+        );
+        let caller = idx.caller::<&str>(&[]);
+        let terms = idx.query_terms(&"rare common".into());
+        assert_eq!(terms.len(), 2);
+        let ranked = rank(
+            &idx.params,
+            &terms,
+            idx.len(),
+            |d| idx.perms.allowed(&caller, d),
+            |_| true,
+            2,
+        );
+        assert!(!ranked.complete, "the common list should have been probed");
+        let mut all = idx.score("rare common", &caller);
+        crate::topk::rank(&mut all);
+        assert!(ranked.hits.len() >= 2);
+        assert_eq!(ranked.hits[..], all[..ranked.hits.len()]);
+    }
+
+    proptest! {
+        #[test]
+        fn gallop_finds_the_first_position_not_below(mut docs in proptest::collection::vec(0u32..200, 0..80), from in 0usize..80, doc in 0u32..210) {
+            docs.sort_unstable();
+            docs.dedup();
+            let from = from.min(docs.len());
+            let want = from + docs[from..].partition_point(|&d| d < doc);
+            prop_assert_eq!(gallop(&docs, from, doc), want);
+        }
+    }
+}
