@@ -183,16 +183,7 @@ impl IndexBuilder {
         }
         let mut is_core = vec![false; n];
         self.core.iter().for_each(|&d| is_core[d as usize] = true);
-        let min_cost = (0..n)
-            .filter(|&d| !is_core[d])
-            .map(|d| u64::from(self.costs[d]))
-            .min()
-            .unwrap_or(u64::MAX);
-        let non_core: Vec<u64> = (0..n)
-            .filter(|&d| !is_core[d])
-            .map(|d| u64::from(self.costs[d]))
-            .collect();
-        let mean_cost = non_core.iter().sum::<u64>() / (non_core.len() as u64).max(1);
+        let (min_cost, mean_cost) = cost_summary(&self.costs, &is_core);
         Index {
             min_cost,
             mean_cost,
@@ -205,6 +196,20 @@ impl IndexBuilder {
             perms: self.perms,
         }
     }
+}
+
+/// The smallest and the mean cost of the non-core tools (`u64::MAX` and 0 when there are none).
+pub(crate) fn cost_summary(costs: &[u32], is_core: &[bool]) -> (u64, u64) {
+    let non_core = || {
+        costs
+            .iter()
+            .zip(is_core)
+            .filter(|&(_, &core)| !core)
+            .map(|(&c, _)| u64::from(c))
+    };
+    let count = non_core().count() as u64;
+    let min = non_core().min().unwrap_or(u64::MAX);
+    (min, non_core().sum::<u64>() / count.max(1))
 }
 
 /// Immutable, thread-safe index over a catalog.

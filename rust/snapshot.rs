@@ -10,7 +10,7 @@
 
 use crate::bm25::{Bm25Params, FieldParams};
 use crate::error::{Error, Result};
-use crate::index::Index;
+use crate::index::{cost_summary, Index};
 use crate::permissions::PermissionTable;
 use crate::postings::Postings;
 use crate::vocab::Vocab;
@@ -224,6 +224,10 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
     }
     let mut is_core = vec![false; n];
     core.iter().for_each(|&d| is_core[d as usize] = true);
+    // Derived values are checked, not trusted: a wrong minimum would stop packing early.
+    if (min_cost, mean_cost) != cost_summary(&costs, &is_core) {
+        return Err(bad("cost summary disagrees with the costs"));
+    }
     Ok(Index {
         params,
         vocab,
@@ -285,6 +289,19 @@ mod tests {
             let err = Index::from_bytes(&bytes).unwrap_err().to_string();
             assert!(err.contains(why), "{err}");
         }
+    }
+
+    #[test]
+    fn a_resealed_snapshot_with_a_wrong_cost_summary_is_refused() {
+        let bytes = sample().to_bytes();
+        let mut payload = bytes[HEADER..].to_vec();
+        let at = payload.len() - 16; // min_cost, the second-to-last field
+        payload[at] ^= 1;
+        let mut forged = bytes[..HEADER - 4].to_vec();
+        forged.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        forged.extend_from_slice(&payload);
+        let err = Index::from_bytes(&forged).unwrap_err().to_string();
+        assert!(err.contains("cost summary"), "{err}");
     }
 
     proptest! {

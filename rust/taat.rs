@@ -34,12 +34,20 @@ pub struct Ranked {
     /// The hits; sorted best first when `complete` is false.
     pub hits: Vec<Hit>,
     /// True when `hits` holds every matching tool (then unsorted); false when it is the exact
-    /// best-first prefix of the ranking of every matching tool, with at least `want` entries.
+    /// best-first prefix of the ranking of every matching tool, `want` entries long.
     pub complete: bool,
 }
 
+/// Per-thread buffers reused across queries: one accumulator per tool (all zero between
+/// queries) and the list of tools touched.
+#[derive(Default)]
+struct Scratch {
+    acc: Vec<f32>,
+    touched: Vec<DocId>,
+}
+
 thread_local! {
-    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 /// First position at or after `from` whose doc is ≥ `doc` (exponential then binary search).
@@ -68,10 +76,15 @@ pub fn rank(
     keep: impl Fn(DocId) -> bool,
     want: usize,
 ) -> Ranked {
-    // Taken out while in use, so a panic can only lose the buffer, never leave it dirty.
-    let mut acc = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    // Taken out while in use, so a panic can only lose the buffers, never leave them dirty.
+    let Scratch {
+        mut acc,
+        mut touched,
+    } = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
     if acc.len() < num_docs {
         acc = vec![0f32; num_docs];
+        // A tool is recorded once; the extra slot takes the unconditional write after the last.
+        touched = vec![0; num_docs + 1];
     }
     let n = terms.len();
     let mut rest = vec![0f32; n + 1]; // rest[j]: summed bounds of terms j..
@@ -79,9 +92,7 @@ pub fn rank(
         rest[j] = rest[j + 1] + terms[j].bound;
     }
     let mut rest_postings: usize = terms.iter().map(|t| t.list.len()).sum();
-    let mut touched: Vec<DocId> = vec![0; rest_postings];
     let mut count = 0usize;
-    let mut partials: Vec<f32> = Vec::new();
     let mut walked = 0;
     let mut theta = f32::INFINITY;
     while walked < n {
@@ -98,53 +109,52 @@ pub fn rank(
         }
         walked += 1;
         rest_postings -= t.list.len();
-        // Worth checking only while the lists left are longer than what a probe would touch.
-        if walked < n && want != usize::MAX && rest_postings > count {
-            partials.clear();
-            partials.extend(
-                touched[..count]
+        // Worth checking only while the lists left are longer than what a probe would touch:
+        // can the `want`-th best partial score already beat every tool not reached yet?
+        if walked < n && want > 0 && want != usize::MAX && rest_postings > count {
+            let reach = rest[walked];
+            let above = touched[..count]
+                .iter()
+                .filter(|&&d| acc[d as usize] > reach && keep(d))
+                .count();
+            if above >= want {
+                let mut partials: Vec<f32> = touched[..count]
                     .iter()
-                    .filter(|&&d| keep(d))
-                    .map(|&d| acc[d as usize]),
-            );
-            if partials.len() >= want && want > 0 {
+                    .filter(|&&d| acc[d as usize] > reach && keep(d))
+                    .map(|&d| acc[d as usize])
+                    .collect();
                 let (_, &mut th, _) =
                     partials.select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
-                if th > rest[walked] {
-                    theta = th;
-                    break;
-                }
+                theta = th;
+                break;
             }
         }
     }
-    let mut hits: Vec<Hit> = touched[..count]
-        .iter()
-        .filter(|&&doc| keep(doc))
-        .map(|&doc| Hit {
-            doc,
-            score: acc[doc as usize],
-        })
-        .collect();
+    // A tool not reached scores at most rest[walked] (0 when every term was walked); a reached
+    // one that cannot get to the want-th best partial score (theta) is left out. Those above
+    // both are ranked exactly.
+    let reach = rest[walked];
+    let mut floor = reach;
+    let mut hits: Vec<Hit> = Vec::with_capacity(if walked == n { count } else { 4 * want });
+    for &doc in &touched[..count] {
+        let score = acc[doc as usize];
+        if walked < n && score + reach < theta {
+            floor = floor.max(score + reach);
+        } else if keep(doc) {
+            hits.push(Hit { doc, score });
+        }
+    }
     touched[..count].iter().for_each(|&d| acc[d as usize] = 0.0);
-    SCRATCH.with(|s| *s.borrow_mut() = acc);
+    SCRATCH.with(|s| *s.borrow_mut() = Scratch { acc, touched });
     if walked == n {
         return Ranked {
             hits,
             complete: true,
         };
     }
-    // A tool not reached scores at most rest[walked]; a reached one that cannot get to the
-    // want-th best partial score (theta) is dropped. Those above both are ranked exactly.
-    let mut floor = rest[walked];
-    hits.retain(|h| {
-        let most = h.score + rest[walked];
-        if most < theta {
-            floor = floor.max(most);
-        }
-        most >= theta
-    });
-    // Probe the remaining lists for the tools kept, adding in canonical term order.
-    hits.sort_unstable_by_key(|h| h.doc);
+    // Probe the remaining lists for the tools kept, adding in canonical term order. `hits` is
+    // in first-touch order: one ascending run per walked term, which a stable sort merges fast.
+    hits.sort_by_key(|h| h.doc);
     for t in &terms[walked..] {
         let (docs, tfs) = (t.list.docs, t.list.tfs);
         let mut at = 0;
@@ -159,6 +169,11 @@ pub fn rank(
         }
     }
     hits.retain(|h| h.score > floor);
+    // At least `want` remain (each scores at least theta); only the best `want` are needed.
+    if hits.len() > want {
+        hits.select_nth_unstable_by(want, Hit::rank_cmp);
+        hits.truncate(want);
+    }
     hits.sort_unstable_by(Hit::rank_cmp);
     Ranked {
         hits,
