@@ -641,25 +641,35 @@ pub(crate) mod tests {
             "order", "refund", "ship", "track", "user", "mail", "pay", "card", "box", "help",
         ];
 
-        fn catalog() -> impl Strategy<Value = Vec<(String, String, u8, bool, u32)>> {
+        type Doc = (String, String, u8, bool, u32);
+
+        /// Tools as `(name, description, permission 0..4, core, cost)`.
+        fn tools(
+            name: impl Strategy<Value = String>,
+            description: impl Strategy<Value = String>,
+            core: f64,
+            count: std::ops::Range<usize>,
+        ) -> impl Strategy<Value = Vec<Doc>> {
+            let tool = (
+                name,
+                description,
+                0u8..4,
+                proptest::bool::weighted(core),
+                1u32..60,
+            );
+            proptest::collection::vec(tool, count)
+        }
+
+        fn catalog() -> impl Strategy<Value = Vec<Doc>> {
             let text = |n| {
                 proptest::collection::vec(0..WORDS.len(), 0..n)
                     .prop_map(|ws| ws.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" "))
             };
-            proptest::collection::vec(
-                (
-                    text(3),
-                    text(12),
-                    0u8..4,
-                    proptest::bool::weighted(0.1),
-                    1u32..60,
-                ),
-                1..60,
-            )
+            tools(text(3), text(12), 0.1, 1..60)
         }
 
         /// Word `i` of 30 drawn with a probability falling steeply with `i`.
-        fn skewed_catalog() -> impl Strategy<Value = Vec<(String, String, u8, bool, u32)>> {
+        fn skewed_catalog() -> impl Strategy<Value = Vec<Doc>> {
             let text = |n| {
                 proptest::collection::vec(0u32..1000, 0..n).prop_map(|xs| {
                     xs.iter()
@@ -668,19 +678,10 @@ pub(crate) mod tests {
                         .join(" ")
                 })
             };
-            proptest::collection::vec(
-                (
-                    text(4),
-                    text(25),
-                    0u8..4,
-                    proptest::bool::weighted(0.05),
-                    1u32..60,
-                ),
-                20..300,
-            )
+            tools(text(4), text(25), 0.05, 20..300)
         }
 
-        fn build(docs: &[(String, String, u8, bool, u32)]) -> Index {
+        fn build(docs: &[Doc]) -> Index {
             let perms = ["", "a", "b", "c"];
             two_field_index(
                 docs.iter().map(|(n, d, p, c, cost)| {
