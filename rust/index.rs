@@ -159,7 +159,7 @@ impl IndexBuilder {
 
     /// Freezes the builder into an immutable index.
     pub fn build(self) -> Index {
-        let (n, nf) = (self.ends.len(), self.params.fields.len());
+        let nf = self.params.fields.len();
         let avg = self.average_lengths();
         let mut acc = vec![0f32; self.vocab.len()];
         let mut order: Vec<TermId> = Vec::new();
@@ -181,35 +181,15 @@ impl IndexBuilder {
             }
             start = end;
         }
-        let mut is_core = vec![false; n];
-        self.core.iter().for_each(|&d| is_core[d as usize] = true);
-        let (min_cost, mean_cost) = cost_summary(&self.costs, &is_core);
-        Index {
-            min_cost,
-            mean_cost,
-            params: self.params,
-            vocab: self.vocab,
-            postings: postings.build(),
-            costs: self.costs,
-            core: self.core,
-            is_core,
-            perms: self.perms,
-        }
+        Index::assemble(
+            self.params,
+            self.vocab,
+            postings.build(),
+            self.costs,
+            self.core,
+            self.perms,
+        )
     }
-}
-
-/// The smallest and the mean cost of the non-core tools (`u64::MAX` and 0 when there are none).
-pub(crate) fn cost_summary(costs: &[u32], is_core: &[bool]) -> (u64, u64) {
-    let non_core = || {
-        costs
-            .iter()
-            .zip(is_core)
-            .filter(|&(_, &core)| !core)
-            .map(|(&c, _)| u64::from(c))
-    };
-    let count = non_core().count() as u64;
-    let min = non_core().min().unwrap_or(u64::MAX);
-    (min, non_core().sum::<u64>() / count.max(1))
 }
 
 /// Immutable, thread-safe index over a catalog.
@@ -226,9 +206,47 @@ pub struct Index {
     pub(crate) min_cost: u64,
     /// The mean cost of a non-core tool, to size a selection's first batch of candidates.
     pub(crate) mean_cost: u64,
+    /// Non-core tools by ascending cost (ties: registry order): the few that still fit late in
+    /// a selection are scored directly.
+    pub(crate) by_cost: Vec<DocId>,
 }
 
 impl Index {
+    /// An index from its stored parts; `core` ascending and below `costs.len()`. The values
+    /// derived from them (core flags, cost summary, cost order) are computed here.
+    pub(crate) fn assemble(
+        params: Bm25Params,
+        vocab: Vocab,
+        postings: Postings,
+        costs: Vec<u32>,
+        core: Vec<DocId>,
+        perms: PermissionTable,
+    ) -> Index {
+        let mut is_core = vec![false; costs.len()];
+        core.iter().for_each(|&d| is_core[d as usize] = true);
+        let mut by_cost: Vec<DocId> = (0..costs.len() as DocId)
+            .filter(|&d| !is_core[d as usize])
+            .collect();
+        by_cost.sort_by_key(|&d| costs[d as usize]);
+        let count = by_cost.len() as u64;
+        let min_cost = by_cost
+            .first()
+            .map_or(u64::MAX, |&d| u64::from(costs[d as usize]));
+        let total: u64 = by_cost.iter().map(|&d| u64::from(costs[d as usize])).sum();
+        Index {
+            min_cost,
+            mean_cost: total / count.max(1),
+            by_cost,
+            params,
+            vocab,
+            postings,
+            costs,
+            core,
+            is_core,
+            perms,
+        }
+    }
+
     /// Number of tools.
     pub fn len(&self) -> usize {
         self.costs.len()
@@ -406,6 +424,7 @@ impl Index {
             return packer.finish();
         }
         let terms = self.query_terms(&query);
+        let postings: usize = terms.iter().map(|t| t.list.len()).sum();
         // The first round ranks every candidate, so the best-ranked tools that do not fit are
         // reported as dropped. Later rounds rank only tools not yet examined that could still
         // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
@@ -418,7 +437,23 @@ impl Index {
                     && u64::from(self.cost(d)) <= limit
                     && examined.binary_search(&d).is_err()
             };
-            let ranked = self.rank(&terms, caller, keep, k).best(k);
+            // Late rounds look for tools cheap enough to fit what is left: when there are few
+            // of them, score just those instead of walking the query's postings again.
+            let cheap = self
+                .by_cost
+                .partition_point(|&d| u64::from(self.cost(d)) <= limit);
+            let ranked = if limit != u64::MAX && cheap * terms.len() * 16 < postings {
+                taat::rank_docs(
+                    &self.params,
+                    &terms,
+                    &self.by_cost[..cheap],
+                    |d| self.perms.allowed(caller, d),
+                    keep,
+                )
+            } else {
+                self.rank(&terms, caller, keep, k)
+            };
+            let ranked = ranked.best(k);
             for hit in &ranked {
                 if !packer.full() {
                     packer.offer(hit.doc, u64::from(self.cost(hit.doc)));

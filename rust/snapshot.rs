@@ -10,7 +10,7 @@
 
 use crate::bm25::{Bm25Params, FieldParams};
 use crate::error::{Error, Result};
-use crate::index::{cost_summary, Index};
+use crate::index::Index;
 use crate::permissions::PermissionTable;
 use crate::postings::Postings;
 use crate::vocab::Vocab;
@@ -222,23 +222,12 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
     if !r.0.is_empty() {
         return Err(bad("trailing bytes after the payload"));
     }
-    let mut is_core = vec![false; n];
-    core.iter().for_each(|&d| is_core[d as usize] = true);
+    let index = Index::assemble(params, vocab, postings, costs, core, perms);
     // Derived values are checked, not trusted: a wrong minimum would stop packing early.
-    if (min_cost, mean_cost) != cost_summary(&costs, &is_core) {
+    if (min_cost, mean_cost) != (index.min_cost, index.mean_cost) {
         return Err(bad("cost summary disagrees with the costs"));
     }
-    Ok(Index {
-        params,
-        vocab,
-        postings,
-        costs,
-        core,
-        is_core,
-        perms,
-        min_cost,
-        mean_cost,
-    })
+    Ok(index)
 }
 
 #[cfg(test)]

@@ -181,6 +181,35 @@ pub fn rank(
     }
 }
 
+/// Scores just `docs` (those the caller may use and `keep` accepts), each by looking it up in
+/// every term's postings in canonical order: exhaustive over a small set, with the same sums as
+/// [`rank`].
+pub fn rank_docs(
+    params: &Bm25Params,
+    terms: &[Term<'_>],
+    docs: &[DocId],
+    allowed: impl Fn(DocId) -> u64,
+    keep: impl Fn(DocId) -> bool,
+) -> Ranked {
+    let hits = docs
+        .iter()
+        .filter(|&&doc| allowed(doc) == 1 && keep(doc))
+        .filter_map(|&doc| {
+            let mut score = 0f32;
+            for t in terms {
+                if let Ok(at) = t.list.docs.binary_search(&doc) {
+                    score += params.score(t.weight, t.list.tfs[at]);
+                }
+            }
+            (score > 0.0).then_some(Hit { doc, score })
+        })
+        .collect();
+    Ranked {
+        hits,
+        complete: true,
+    }
+}
+
 impl Ranked {
     /// The `k` best hits, best first.
     pub fn best(self, k: usize) -> Vec<Hit> {
