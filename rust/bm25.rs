@@ -19,6 +19,10 @@
 
 use crate::error::{Error, Result};
 
+/// Largest field or query weight. Bounded so that every score stays a finite number: with
+/// k1 ≤ 1e6 as well, no product or sum in scoring can overflow an `f32`.
+pub const MAX_WEIGHT: f32 = 1e6;
+
 /// Weight and length normalisation of one field.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FieldParams {
@@ -57,17 +61,17 @@ fn invalid(name: &'static str, reason: String) -> Error {
 impl Bm25Params {
     /// Checks every parameter is in its domain.
     pub fn validate(&self) -> Result<()> {
-        if !(self.k1.is_finite() && self.k1 >= 0.0) {
+        if !(0.0..=MAX_WEIGHT).contains(&self.k1) {
             return Err(invalid(
                 "k1",
-                format!("{} is not a finite number ≥ 0", self.k1),
+                format!("{} is not a number in [0, {MAX_WEIGHT:e}]", self.k1),
             ));
         }
         for f in &self.fields {
-            if !(f.weight.is_finite() && f.weight >= 0.0) {
+            if !(0.0..=MAX_WEIGHT).contains(&f.weight) {
                 return Err(invalid(
                     "field weight",
-                    format!("{} is not a finite number ≥ 0", f.weight),
+                    format!("{} is not a number in [0, {MAX_WEIGHT:e}]", f.weight),
                 ));
             }
             if !(f.b.is_finite() && (0.0..=1.0).contains(&f.b)) {

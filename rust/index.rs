@@ -3,13 +3,13 @@
 //! [`IndexBuilder`] takes tools in registry order, each as text fields (scored with BM25F, see
 //! [`crate::bm25`]), the permissions it requires, its token cost and its core flag, and builds an
 //! immutable [`Index`]. A query is scored term at a time over the postings of its tokens, and **a
-//! posting of a tool the caller may not use is skipped before any score is computed**: such a tool
-//! is never scored, ranked, counted toward the budget or returned. Corpus statistics (N, document
+//! posting of a tool the caller may not use gets weight 0 before any score is computed**: such a
+//! tool never gets a score and is never ranked, counted toward the budget or returned. Corpus statistics (N, document
 //! frequencies, average field lengths) are those of the whole catalog.
 
 use std::collections::HashMap;
 
-use crate::bm25::{idf, Bm25Params};
+use crate::bm25::{idf, Bm25Params, MAX_WEIGHT};
 use crate::budget::{pack, Packer, Packing};
 use crate::error::{Error, Result};
 use crate::permissions::{CallerMask, PermissionTable};
@@ -21,7 +21,8 @@ use crate::vocab::{TermId, Vocab};
 
 /// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). Each token
 /// counts with the weight of the piece it comes from, so older context can count less than the
-/// latest request; pieces of weight 0 are ignored.
+/// latest request. Pieces of weight 0 (or less, or NaN) are ignored; weights above
+/// [`MAX_WEIGHT`] count as [`MAX_WEIGHT`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query<'a>(pub Vec<(&'a str, f32)>);
 
@@ -277,7 +278,8 @@ impl Index {
         self.costs[doc as usize]
     }
 
-    /// The mask of a caller holding `perms`.
+    /// The mask of a caller holding `perms`. A mask is only meaningful for the index that made
+    /// it (permission ids are this index's own); the Python layer enforces that.
     pub fn caller<S: AsRef<str>>(&self, perms: &[S]) -> CallerMask {
         self.perms.caller(perms)
     }
@@ -294,6 +296,12 @@ impl Index {
         let mut tokens = Vec::new();
         let mut found: Vec<(TermId, f32)> = Vec::new();
         for &(text, weight) in &query.0 {
+            // Documented clamping for the Rust API (Python refuses such weights): NaN and
+            // weights ≤ 0 count as 0, weights above MAX_WEIGHT as MAX_WEIGHT.
+            if weight.is_nan() || weight <= 0.0 {
+                continue;
+            }
+            let weight = weight.min(MAX_WEIGHT);
             tokens.clear();
             tokenize_into(text, &mut tokens);
             for t in &tokens {
@@ -306,22 +314,24 @@ impl Index {
                 }
             }
         }
-        found.retain(|&(_, w)| w > 0.0);
         let mut terms: Vec<(TermId, Term<'_>)> = found
             .into_iter()
-            .map(|(id, qtf)| {
+            .filter_map(|(id, qtf)| {
                 let list = self.postings.list(id);
-                let weight = qtf * idf(self.len(), list.len());
+                let weight = qtf.min(MAX_WEIGHT) * idf(self.len(), list.len());
+                if weight <= 0.0 {
+                    return None; // so small that the idf product rounds to 0: matches nothing
+                }
                 // Inflated a little so that rounding in a sum can never exceed the bounds.
                 let bound = self.params.score(weight, self.postings.max_tf(id)) * (1.0 + 1e-5);
-                (
+                Some((
                     id,
                     Term {
                         list,
                         weight,
                         bound,
                     },
-                )
+                ))
             })
             .collect();
         terms.sort_unstable_by(|(a, x), (b, y)| y.bound.total_cmp(&x.bound).then(a.cmp(b)));
@@ -339,11 +349,12 @@ impl Index {
                 if !self.perms.allows(caller, doc) {
                     continue; // filter before rank: a forbidden tool is never scored
                 }
+                let add = self.params.score(term.weight, tf);
                 let slot = &mut acc[doc as usize];
-                if *slot == 0.0 {
+                if *slot == 0.0 && add > 0.0 {
                     touched.push(doc);
                 }
-                *slot += self.params.score(term.weight, tf);
+                *slot += add;
             }
         }
         touched
@@ -725,6 +736,82 @@ pub(crate) mod tests {
             )
         }
 
+        /// Tool 0 gets four tiny contributions (about half an ulp of its score each) after a large
+        /// one; tool 1 starts 3 ulps ahead. Summed in order, tool 0 ends first: the pruning
+        /// bounds must leave room for that rounding.
+        #[test]
+        fn a_last_bit_of_rounding_never_changes_the_ranking() {
+            let mut docs: Vec<(String, String)> = vec![
+                ("alpha".into(), "qa qb qc qd".into()),
+                ("beta".into(), "za zb zc zd".into()),
+            ];
+            for i in 0..40 {
+                let filler = "qa qb qc qd zz yy xx ww vv uu";
+                docs.push((format!("fill{}", i % 3), filler.into()));
+            }
+            let idx = two_field_index(
+                docs.iter()
+                    .map(|(n, d)| (n.as_str(), d.as_str(), "", false, 10)),
+            );
+            let caller = idx.caller::<&str>(&[]);
+            let score_of = |q: Query<'_>, doc: DocId| {
+                let hits = idx.score(q, &caller);
+                hits.iter().find(|h| h.doc == doc).map(|h| h.score).unwrap()
+            };
+            let alpha = score_of(Query(vec![("alpha", 1.0)]), 0);
+            let ulp = f32::from_bits(alpha.to_bits() + 1) - alpha;
+            let (mut lo, mut hi) = (0f32, 1f32);
+            for _ in 0..100 {
+                let mid = (lo + hi) / 2.0;
+                if score_of(Query(vec![("qa", mid)]), 0) < 0.56 * ulp {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let target = f32::from_bits(alpha.to_bits() + 3);
+            let mut wb = target / alpha;
+            for _ in 0..1000 {
+                let beta = score_of(Query(vec![("beta", wb)]), 1);
+                if beta == target {
+                    break;
+                }
+                let step = if beta < target { 1 } else { -1i32 as u32 };
+                wb = f32::from_bits(wb.to_bits().wrapping_add(step));
+            }
+            let w = hi;
+            let q = Query(vec![
+                ("alpha", 1.0),
+                ("beta", wb),
+                ("qa", w),
+                ("qb", w),
+                ("qc", w),
+                ("qd", w),
+            ]);
+            let mut all = idx.score(q.clone(), &caller);
+            rank(&mut all);
+            all.truncate(1);
+            assert_eq!(idx.search(q, &caller, 1), all);
+        }
+
+        /// An infinite weight on a query whose tools the caller may not use must leave nothing
+        /// behind for the next query on this thread.
+        #[test]
+        fn extreme_weights_leave_the_scratch_clean() {
+            let idx = two_field_index([
+                ("refund_order", "refund an order", "billing", false, 10),
+                ("open", "order status", "", false, 10),
+            ]);
+            let (guest, billing) = (idx.caller::<&str>(&[]), idx.caller(&["billing"]));
+            let before = idx.search("refund order", &billing, 5);
+            for w in [f32::INFINITY, f32::MAX, f32::NAN, 1e-45] {
+                idx.search(Query(vec![("refund", w)]), &guest, 5);
+                idx.select(Query(vec![("refund order", w)]), &guest, 100, None);
+            }
+            assert_eq!(idx.search("refund order", &billing, 5), before);
+            assert_eq!(before[0].doc, 0);
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -738,6 +825,23 @@ pub(crate) mod tests {
                 rank(&mut all);
                 all.truncate(k);
                 prop_assert_eq!(idx.search(query.as_str(), &caller, k), all);
+            }
+
+            /// Query pieces with extreme, tiny, zero and near-tie weights.
+            #[test]
+            fn any_weights_rank_like_exhaustive_scoring(docs in skewed_catalog(), q in proptest::collection::vec((0usize..30, prop_oneof![Just(0.0f32), Just(1e-45), Just(1e-30), Just(f32::INFINITY), Just(f32::NAN), Just(-1.0), 1e-8f32..1e7, 0.9999f32..1.0001]), 1..6), k in 1usize..12, who in 0usize..3) {
+                let idx = build(&docs);
+                let callers: [&[&str]; 3] = [&[], &["a"], &["a", "b", "c"]];
+                let caller = idx.caller(callers[who]);
+                let words: Vec<String> = q.iter().map(|&(w, _)| format!("w{w}")).collect();
+                let query = Query(words.iter().zip(&q).map(|(w, &(_, x))| (w.as_str(), x)).collect());
+                let mut all = idx.score(query.clone(), &caller);
+                prop_assert!(all.iter().all(|h| h.score.is_finite() && h.score > 0.0));
+                let mut seen = std::collections::HashSet::new();
+                prop_assert!(all.iter().all(|h| seen.insert(h.doc)));
+                rank(&mut all);
+                all.truncate(k);
+                prop_assert_eq!(idx.search(query, &caller, k), all);
             }
 
             /// Larger catalogs with a skewed vocabulary (a few words in most tools, most words

@@ -29,5 +29,5 @@ pub use index::{DocInput, Index, IndexBuilder, Query};
 pub use permissions::{CallerMask, PermId, PermissionTable};
 pub use postings::{DocId, PostingList, Postings, PostingsBuilder};
 pub use tokenizer::tokenize;
-pub use topk::{Hit, TopK};
+pub use topk::Hit;
 pub use vocab::{TermId, Vocab};

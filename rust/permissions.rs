@@ -34,7 +34,9 @@ const SEVERAL: u32 = 1;
 
 /// The mask bit of permission `p`.
 fn slot(p: PermId) -> u32 {
-    p + 2
+    // Past u32::MAX - 2 permissions (not reachable in memory) a tool counts as needing several,
+    // whose check then fails closed.
+    p.checked_add(2).unwrap_or(SEVERAL)
 }
 
 fn single_of(required: &[PermId]) -> u32 {

@@ -8,7 +8,8 @@
 //! reached (a galloping merge), instead of walked in full. What comes out is a ranking that is
 //! exact for every tool scoring above the largest score an unreached tool could still have: the
 //! prefix of the exhaustive ranking, bit for bit, since every tool's contributions are summed in
-//! the same canonical order the exhaustive path uses.
+//! the same canonical order the exhaustive path uses. Every bound is widened by the most that
+//! rounding can add (see `slack`), so no tool is left out by a last-bit difference.
 //!
 //! Typical queries mix a few rare words with common ones whose postings make up most of the work;
 //! those are the lists that get probed, so the work follows the rare terms, not the catalog.
@@ -48,6 +49,13 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Relative headroom for rounding: each of the `remaining` additions still to come to a partial
+/// score (and the one that adds the bounds) can round it up by half an ulp; twice that per
+/// addition is kept. Term bounds carry their own relative margin of 1e-5 on top.
+fn slack(remaining: usize) -> f32 {
+    1.0 + (remaining as f32 + 1.0) * 2.0 * f32::EPSILON
 }
 
 /// First position at or after `from` whose doc is ≥ `doc` (exponential then binary search).
@@ -100,7 +108,8 @@ pub fn rank(
         // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and
         // it is never collected; a tool is recorded the first time its accumulator turns positive.
         for (&doc, &tf) in t.list.docs.iter().zip(t.list.tfs) {
-            let add = params.score(t.weight * allowed(doc) as f32, tf);
+            let keep_bits = 0u32.wrapping_sub(allowed(doc) as u32); // all ones or all zeros
+            let add = params.score(f32::from_bits(t.weight.to_bits() & keep_bits), tf);
             let slot = &mut acc[doc as usize];
             let fresh = *slot == 0.0;
             *slot += add;
@@ -112,7 +121,7 @@ pub fn rank(
         // Worth checking only while the lists left are longer than what a probe would touch:
         // can the `want`-th best partial score already beat every tool not reached yet?
         if walked < n && want > 0 && want != usize::MAX && rest_postings > count {
-            let reach = rest[walked];
+            let reach = rest[walked] * slack(n - walked);
             let above = touched[..count]
                 .iter()
                 .filter(|&&d| acc[d as usize] > reach && keep(d))
@@ -130,16 +139,17 @@ pub fn rank(
             }
         }
     }
-    // A tool not reached scores at most rest[walked] (0 when every term was walked); a reached
-    // one that cannot get to the want-th best partial score (theta) is left out. Those above
-    // both are ranked exactly.
-    let reach = rest[walked];
-    let mut floor = reach;
+    // A tool not reached scores at most `floor` (0 when every term was walked); a reached one
+    // whose partial score plus what is left cannot get to the want-th best partial score
+    // (theta) is left out, and raises the floor to that most. Those above are ranked exactly.
+    let margin = slack(n - walked);
+    let mut floor = rest[walked] * margin;
     let mut hits: Vec<Hit> = Vec::with_capacity(if walked == n { count } else { 4 * want });
     for &doc in &touched[..count] {
         let score = acc[doc as usize];
-        if walked < n && score + reach < theta {
-            floor = floor.max(score + reach);
+        let most = (score + rest[walked]) * margin;
+        if walked < n && most < theta {
+            floor = floor.max(most);
         } else if keep(doc) {
             hits.push(Hit { doc, score });
         }

@@ -72,6 +72,30 @@ def test_a_remembered_caller_is_checked_again_and_only_works_on_its_own_index(su
         other._core.search([("refund", 1.0)], compiled, 5)
 
 
+def test_a_str_subclass_cannot_poison_the_caller_caches() -> None:
+    from toolsift.errors import InvalidParameterError
+
+    class Liar(str):
+        """Claims to equal (and hashes like) "guest", and never to start with anything."""
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return hash("guest")
+
+        def startswith(self, *args: object) -> bool:  # type: ignore[override]
+            return False
+
+    idx = ts.Index([ts.Tool("admin_delete", "delete everything", permissions="admin"), ts.Tool("hello", "say hello")])
+    assert [h.tool.name for h in idx.search("delete everything", caller=[Liar("admin")])] == ["admin_delete"]
+    assert [h.tool.name for h in idx.search("delete everything", caller=["guest"])] == []
+    with pytest.raises(InvalidParameterError):
+        idx.search("hello", caller=[Liar("toolsift:withheld")])
+    with pytest.raises(InvalidParameterError):
+        idx.search("hello", caller=["toolsift:withheld"])
+
+
 def test_no_caller_sees_public_tools_only(support: ts.Index) -> None:
     names = {h.tool.name for h in support.search("customer account order refund help", k=10)}
     assert names == {"search_help", "refund_policy"}

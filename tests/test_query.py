@@ -55,7 +55,18 @@ def test_a_zero_weight_piece_changes_nothing(support: ts.Index) -> None:
     )
 
 
-@pytest.mark.parametrize("parts", [(("x", -1.0),), (("x", float("nan")),), ((3, 1.0),)])
+@pytest.mark.parametrize(
+    "parts", [(("x", -1.0),), (("x", float("nan")),), (("x", 1e39),), (("x", ts.MAX_WEIGHT * 2),), ((3, 1.0),)]
+)
 def test_bad_query_pieces_are_refused(parts: tuple) -> None:
     with pytest.raises(InvalidParameterError):
         ts.Query(parts)
+
+
+def test_the_largest_and_smallest_weights_still_rank_like_plain_text(support: ts.Index) -> None:
+    caller = ["orders.read", "admin", "billing.refund", "crm.read"]
+    plain = [h.position for h in support.search("refund order", caller=caller)]
+    for w in (ts.MAX_WEIGHT, 1e-30):
+        assert [h.position for h in support.search(ts.Query((("refund order", w),)), caller=caller)] == plain
+    with pytest.raises(InvalidParameterError):
+        ts.Index([ts.Tool("a", "b")], field_weights={"name": 1e39})

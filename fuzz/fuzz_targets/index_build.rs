@@ -109,13 +109,30 @@ enum Piece {
     },
 }
 
+/// A query piece's weight: usually a small multiple of 1/16, sometimes any `f32` (0, tiny,
+/// huge, infinite, NaN, negative: clamped by the core as documented on `Query`).
+#[derive(Arbitrary, Debug)]
+enum Weight {
+    Step(u8),
+    Raw(f32),
+}
+
+impl Weight {
+    fn value(&self) -> f32 {
+        match self {
+            Weight::Step(w) => f32::from(*w) / 16.0,
+            Weight::Raw(w) => *w,
+        }
+    }
+}
+
 #[derive(Arbitrary, Debug)]
 struct Input {
     params: Params,
     /// Out-of-domain parameters: `IndexBuilder::new` must refuse them iff `validate` does.
     raw_params: Option<(f32, f32, f32)>,
     tools: Vec<Tool>,
-    query: Vec<(Piece, u8)>,
+    query: Vec<(Piece, Weight)>,
     caller: Vec<Perm>,
     k: u8,
     budget: u64,
@@ -265,7 +282,7 @@ fuzz_target!(|input: Input| {
                 }
                 Piece::FromTool { .. } => "",
             };
-            (text, f32::from(*w) / 16.0)
+            (text, w.value())
         })
         .collect();
     let query = || Query(pieces.clone());

@@ -45,15 +45,17 @@ def _caller(caller: Caller) -> list[str]:
     if caller is None:
         return []
     perms = [caller] if isinstance(caller, str) else list(caller)
+    if not all(type(p) is str for p in perms):
+        # plain strings only from here on: a str subclass could lie in __eq__, __hash__ or
+        # startswith, and the caches below compare permissions by value
+        for p in perms:
+            if not isinstance(p, str):
+                raise InvalidParameterError(f"caller permissions must be strings, found {type(p).__name__}")
+        perms = [str.__str__(p) for p in perms]
     key = tuple(perms)
-    try:
-        if key in _VALID:  # checked before: skip the per-permission checks
-            return perms
-    except TypeError:  # an unhashable entry: not a string, reported below
-        pass
+    if key in _VALID:  # checked before: skip the per-permission checks
+        return perms
     for p in perms:
-        if not isinstance(p, str):
-            raise InvalidParameterError(f"caller permissions must be strings, found {type(p).__name__}")
         if p.startswith(RESERVED):
             raise InvalidParameterError(f"permissions starting with {RESERVED!r} are reserved, found {p!r}")
     if len(_VALID) >= MAX_CALLERS:
@@ -159,12 +161,13 @@ class Index:
         self._statistics, self._build = statistics, build
         # per-field texts of every tool, kept for the per-caller indexes (after load: made on first use)
         self._columns = columns if statistics == "caller" else None
-        self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray]] = {}
+        self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray, Any]] = {}
         self._tenant_lock = threading.Lock()
         self._masks: dict[tuple[str, ...], Any] = {}
 
-    def _tenant(self, perms: list[str]) -> tuple[Any, np.ndarray] | None:
-        """The caller's own core index (built from its allowed tools) and its position map."""
+    def _tenant(self, perms: list[str]) -> tuple[Any, np.ndarray, Any] | None:
+        """The caller's own core index (built from its allowed tools), its position map and the
+        compiled caller of that index (which requires nothing)."""
         if self._statistics == "shared":
             return None
         key = tuple(sorted(set(perms)))
@@ -185,11 +188,12 @@ class Index:
             [self._tools[i].core for i in kept],
             k1=k1,
         )
+        entry = (sub, keep, sub.caller([]))
         with self._tenant_lock:
             if len(self._tenants) >= MAX_TENANTS:
                 self._tenants.pop(next(iter(self._tenants)))
-            self._tenants[key] = (sub, keep)
-        return sub, keep
+            self._tenants[key] = entry
+        return entry
 
     def _mask(self, perms: list[str]) -> Any:
         """``perms`` compiled for the core index, cached: a caller reused across queries is
@@ -208,16 +212,16 @@ class Index:
         tenant = self._tenant(perms)
         if tenant is None:
             return self._core.search(parts, self._mask(perms), k)
-        sub, keep = tenant
-        positions, scores = sub.search(parts, sub.caller([]), k)
+        sub, keep, everyone = tenant
+        positions, scores = sub.search(parts, everyone, k)
         return keep[positions], scores
 
     def _core_select(self, parts: list[tuple[str, float]], perms: list[str], tokens: int, cap: int | None) -> Any:
         tenant = self._tenant(perms)
         if tenant is None:
             return self._core.select(parts, self._mask(perms), tokens, cap)
-        sub, keep = tenant
-        sel, num_core, used, dropped, over = sub.select(parts, sub.caller([]), tokens, cap)
+        sub, keep, everyone = tenant
+        sel, num_core, used, dropped, over = sub.select(parts, everyone, tokens, cap)
         return keep[sel], num_core, used, keep[dropped], over
 
     def _set_ranking(

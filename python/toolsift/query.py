@@ -15,6 +15,9 @@ from typing import Any
 
 from .errors import InvalidParameterError
 
+#: Largest query, field or ``k1`` weight (the core's bound, so that no score can overflow).
+MAX_WEIGHT = 1e6
+
 
 def _text(content: Any) -> str:
     """The text of a message's content: a string, or the text blocks of a block list."""
@@ -39,7 +42,7 @@ class Query:
     """Weighted pieces of query text; the index sums each token's weights.
 
     Args:
-        parts: ``(text, weight)`` pairs; weights are finite and >= 0.
+        parts: ``(text, weight)`` pairs; weights are numbers in ``[0, MAX_WEIGHT]`` (1e6).
     """
 
     parts: tuple[tuple[str, float], ...]
@@ -52,9 +55,9 @@ class Query:
                 isinstance(weight, bool)
                 or not isinstance(weight, int | float)
                 or not math.isfinite(weight)
-                or weight < 0
+                or not 0 <= weight <= MAX_WEIGHT
             ):
-                raise InvalidParameterError(f"query weight must be a finite number >= 0, not {weight!r}")
+                raise InvalidParameterError(f"query weight must be a number in [0, {MAX_WEIGHT:g}], not {weight!r}")
 
     @classmethod
     def of(cls, query: str | Query) -> Query:

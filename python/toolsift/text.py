@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidParameterError
+from .query import MAX_WEIGHT
 from .registry import Tool
 
 FIELDS: tuple[str, ...] = ("name", "description", "parameters", "examples", "search_text")
@@ -67,7 +68,7 @@ def field_params(
     ``b`` may be one number for every field or a mapping per field.
     """
     return (
-        _per_field("field_weights", DEFAULT_FIELD_WEIGHTS, weights, math.inf),
+        _per_field("field_weights", DEFAULT_FIELD_WEIGHTS, weights, MAX_WEIGHT),
         _per_field("b", DEFAULT_FIELD_B, b, 1.0),
     )
 
