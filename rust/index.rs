@@ -727,6 +727,44 @@ pub(crate) mod tests {
             tools(text(4), text(25), 0.05, 20..300)
         }
 
+        /// The `k` best tools by exhaustive scoring.
+        fn exhaustive_top(
+            idx: &Index,
+            query: Query<'_>,
+            caller: &CallerMask,
+            k: usize,
+        ) -> Vec<Hit> {
+            let mut all = idx.score(query, caller);
+            rank(&mut all);
+            all.truncate(k);
+            all
+        }
+
+        /// Greedy packing of every match, ranked by exhaustive scoring.
+        fn exhaustive_select(
+            idx: &Index,
+            query: Query<'_>,
+            caller: &CallerMask,
+            budget: u64,
+            cap: Option<usize>,
+        ) -> Packing {
+            let mut all = idx.score(query, caller);
+            rank(&mut all);
+            let ranked: Vec<DocId> = all
+                .iter()
+                .map(|h| h.doc)
+                .filter(|&d| !idx.is_core[d as usize])
+                .collect();
+            pack(
+                &idx.allowed_core(caller),
+                &ranked,
+                |d| u64::from(idx.cost(d)),
+                budget,
+                cap,
+                0,
+            )
+        }
+
         fn build(docs: &[Doc]) -> Index {
             let perms = ["", "a", "b", "c"];
             two_field_index(
@@ -788,10 +826,8 @@ pub(crate) mod tests {
                 ("qc", w),
                 ("qd", w),
             ]);
-            let mut all = idx.score(q.clone(), &caller);
-            rank(&mut all);
-            all.truncate(1);
-            assert_eq!(idx.search(q, &caller, 1), all);
+            let want = exhaustive_top(&idx, q.clone(), &caller, 1);
+            assert_eq!(idx.search(q, &caller, 1), want);
         }
 
         /// An infinite weight on a query whose tools the caller may not use must leave nothing
@@ -821,10 +857,8 @@ pub(crate) mod tests {
                 let callers: [&[&str]; 3] = [&[], &["a"], &["a", "b", "c"]];
                 let caller = idx.caller(callers[who]);
                 let query = q.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
-                let mut all = idx.score(query.as_str(), &caller);
-                rank(&mut all);
-                all.truncate(k);
-                prop_assert_eq!(idx.search(query.as_str(), &caller, k), all);
+                let want = exhaustive_top(&idx, query.as_str().into(), &caller, k);
+                prop_assert_eq!(idx.search(query.as_str(), &caller, k), want);
             }
 
             /// Query pieces with extreme, tiny, zero and near-tie weights.
@@ -835,13 +869,12 @@ pub(crate) mod tests {
                 let caller = idx.caller(callers[who]);
                 let words: Vec<String> = q.iter().map(|&(w, _)| format!("w{w}")).collect();
                 let query = Query(words.iter().zip(&q).map(|(w, &(_, x))| (w.as_str(), x)).collect());
-                let mut all = idx.score(query.clone(), &caller);
+                let all = idx.score(query.clone(), &caller);
                 prop_assert!(all.iter().all(|h| h.score.is_finite() && h.score > 0.0));
                 let mut seen = std::collections::HashSet::new();
                 prop_assert!(all.iter().all(|h| seen.insert(h.doc)));
-                rank(&mut all);
-                all.truncate(k);
-                prop_assert_eq!(idx.search(query, &caller, k), all);
+                let want = exhaustive_top(&idx, query.clone(), &caller, k);
+                prop_assert_eq!(idx.search(query, &caller, k), want);
             }
 
             /// Larger catalogs with a skewed vocabulary (a few words in most tools, most words
@@ -852,13 +885,9 @@ pub(crate) mod tests {
                 let callers: [&[&str]; 3] = [&[], &["a"], &["a", "b", "c"]];
                 let caller = idx.caller(callers[who]);
                 let query = q.iter().map(|&w| format!("w{w}")).collect::<Vec<_>>().join(" ");
-                let mut all = idx.score(query.as_str(), &caller);
-                rank(&mut all);
-                let mut top = all.clone();
-                top.truncate(k);
+                let top = exhaustive_top(&idx, query.as_str().into(), &caller, k);
                 prop_assert_eq!(idx.search(query.as_str(), &caller, k), top);
-                let ranked: Vec<DocId> = all.iter().map(|h| h.doc).filter(|&d| !idx.is_core[d as usize]).collect();
-                let want = pack(&idx.allowed_core(&caller), &ranked, |d| u64::from(idx.cost(d)), budget, None, 0);
+                let want = exhaustive_select(&idx, query.as_str().into(), &caller, budget, None);
                 let got = idx.select(query.as_str(), &caller, budget, None);
                 prop_assert_eq!(got.selected, want.selected);
             }
@@ -869,10 +898,7 @@ pub(crate) mod tests {
                 let callers: [&[&str]; 3] = [&[], &["b"], &["a", "b", "c"]];
                 let caller = idx.caller(callers[who]);
                 let query = q.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
-                let mut all = idx.score(query.as_str(), &caller);
-                rank(&mut all);
-                let ranked: Vec<DocId> = all.iter().map(|h| h.doc).filter(|&d| !idx.is_core[d as usize]).collect();
-                let want = pack(&idx.allowed_core(&caller), &ranked, |d| u64::from(idx.cost(d)), budget, cap, 0);
+                let want = exhaustive_select(&idx, query.as_str().into(), &caller, budget, cap);
                 let got = idx.select(query.as_str(), &caller, budget, cap);
                 prop_assert_eq!(got.selected, want.selected);
                 prop_assert_eq!(got.used_tokens, want.used_tokens);

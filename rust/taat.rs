@@ -103,6 +103,7 @@ pub fn rank(
     let mut count = 0usize;
     let mut walked = 0;
     let mut theta = f32::INFINITY;
+    let mut partials: Vec<f32> = Vec::new(); // scores above `reach`, reused between checks
     while walked < n {
         let t = &terms[walked];
         // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and
@@ -122,16 +123,14 @@ pub fn rank(
         // can the `want`-th best partial score already beat every tool not reached yet?
         if walked < n && want > 0 && want != usize::MAX && rest_postings > count {
             let reach = rest[walked] * slack(n - walked);
-            let above = touched[..count]
-                .iter()
-                .filter(|&&d| acc[d as usize] > reach && keep(d))
-                .count();
-            if above >= want {
-                let mut partials: Vec<f32> = touched[..count]
+            partials.clear();
+            partials.extend(
+                touched[..count]
                     .iter()
                     .filter(|&&d| acc[d as usize] > reach && keep(d))
-                    .map(|&d| acc[d as usize])
-                    .collect();
+                    .map(|&d| acc[d as usize]),
+            );
+            if partials.len() >= want {
                 let (_, &mut th, _) =
                     partials.select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
                 theta = th;
