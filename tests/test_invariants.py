@@ -96,6 +96,36 @@ def test_a_str_subclass_cannot_poison_the_caller_caches() -> None:
         idx.search("hello", caller=["toolsift:withheld"])
 
 
+def test_callers_that_join_to_the_same_text_stay_apart() -> None:
+    # The caller caches key a caller by its permissions joined with NUL; permissions holding a
+    # NUL must not be taken for another caller's.
+    idx = ts.Index(
+        [
+            ts.Tool("read_a", "read the ledger", permissions="a"),
+            ts.Tool("read_ab", "read the ledger", permissions=["a", "b"]),
+            ts.Tool("read_c", "read the ledger", permissions="c"),
+        ]
+    )
+
+    def seen(caller: list[str]) -> set[str]:
+        return {h.tool.name for h in idx.search("read ledger", caller=caller)}
+
+    assert seen(["a", "b"]) == {"read_a", "read_ab"}
+    assert seen(["a\0b"]) == set()
+    assert seen(["a\0", "b"]) == set()
+    assert seen(["c", "a"]) == {"read_a", "read_c"}
+    assert seen(["c\0a"]) == set()
+    assert seen(["a", "b\0c"]) == {"read_a"}
+    assert seen(["a\0b", "c"]) == {"read_c"}
+    # one list object, changed between calls, is looked up by what it holds now
+    caller = ["a"]
+    assert seen(caller) == {"read_a"}
+    caller.append("b")
+    assert seen(caller) == {"read_a", "read_ab"}
+    caller[:] = ["c"]
+    assert seen(caller) == {"read_c"}
+
+
 def test_no_caller_sees_public_tools_only(support: ts.Index) -> None:
     names = {h.tool.name for h in support.search("customer account order refund help", k=10)}
     assert names == {"search_help", "refund_policy"}

@@ -41,32 +41,58 @@ class Hit(NamedTuple):
     score: float
 
 
-def _caller(caller: Caller) -> list[str]:
+class Perms(NamedTuple):
+    """A caller's permissions after validation: plain strings, and the key its caches use."""
+
+    names: tuple[str, ...]
+    key: str | tuple[str, ...]
+
+
+def _join(perms: Sequence[Any]) -> str | None:
+    """The permissions joined by NUL, or None when one is not a string. Joining reads each
+    string's own characters, so a ``str`` subclass cannot lie its way into another caller's cache
+    entry through ``__eq__`` or ``__hash__``."""
+    try:
+        return "\0".join(perms)
+    except TypeError:
+        return None
+
+
+def _caller(caller: Caller) -> Perms:
+    perms: Sequence[Any]
     if caller is None:
-        return []
-    perms = [caller] if isinstance(caller, str) else list(caller)
-    if not all(type(p) is str for p in perms):
-        # plain strings only from here on: a str subclass could lie in __eq__, __hash__ or
-        # startswith, and the caches below compare permissions by value
-        for p in perms:
-            if not isinstance(p, str):
-                raise InvalidParameterError(f"caller permissions must be strings, found {type(p).__name__}")
-        perms = [str.__str__(p) for p in perms]
-    key = tuple(perms)
-    if key in _VALID:  # checked before: skip the per-permission checks
-        return perms
+        perms = ()
+    elif isinstance(caller, str):
+        perms = (caller,)
+    elif type(caller) in (list, tuple):
+        perms = caller  # type: ignore[assignment]
+    else:
+        perms = list(caller)
+    key = _join(perms)
+    found = None if key is None else _VALID.get(key)
+    # Validated before. Only callers whose strings hold no NUL are stored under their joined
+    # key, so one with as many strings and the same joined text has the very same strings.
+    if found is not None and len(found.names) == len(perms):
+        return found
     for p in perms:
+        if not isinstance(p, str):
+            raise InvalidParameterError(f"caller permissions must be strings, found {type(p).__name__}")
+    # plain strings only from here on: a str subclass could lie in __eq__, __hash__ or startswith
+    names = tuple(str.__str__(p) for p in perms)
+    for p in names:
         if p.startswith(RESERVED):
             raise InvalidParameterError(f"permissions starting with {RESERVED!r} are reserved, found {p!r}")
+    unambiguous = key is not None and key.count("\0") == len(names) - 1
+    found = Perms(names, key if unambiguous else names)  # type: ignore[arg-type]
     if len(_VALID) >= MAX_CALLERS:
         _VALID.clear()
-    _VALID.add(key)
-    return perms
+    _VALID[found.key] = found
+    return found
 
 
 #: Most distinct callers whose validation (and compiled mask, per index) is remembered.
 MAX_CALLERS = 1024
-_VALID: set[tuple[str, ...]] = set()
+_VALID: dict[str | tuple[str, ...], Perms] = {}
 
 
 def _count(name: str, value: object) -> int:
@@ -163,14 +189,14 @@ class Index:
         self._columns = columns if statistics == "caller" else None
         self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray, Any]] = {}
         self._tenant_lock = threading.Lock()
-        self._masks: dict[tuple[str, ...], Any] = {}
+        self._masks: dict[str | tuple[str, ...], Any] = {}
 
-    def _tenant(self, perms: list[str]) -> tuple[Any, np.ndarray, Any] | None:
+    def _tenant(self, perms: Perms) -> tuple[Any, np.ndarray, Any] | None:
         """The caller's own core index (built from its allowed tools), its position map and the
         compiled caller of that index (which requires nothing)."""
         if self._statistics == "shared":
             return None
-        key = tuple(sorted(set(perms)))
+        key = tuple(sorted(set(perms.names)))
         found = self._tenants.get(key)
         if found is not None:
             return found
@@ -195,20 +221,19 @@ class Index:
             self._tenants[key] = entry
         return entry
 
-    def _mask(self, perms: list[str]) -> Any:
+    def _mask(self, perms: Perms) -> Any:
         """``perms`` compiled for the core index, cached: a caller reused across queries is
-        hashed once per query instead of validated and interned again."""
-        key = tuple(perms)
-        found = self._masks.get(key)
+        looked up once per query instead of validated and interned again."""
+        found = self._masks.get(perms.key)
         if found is None:
-            found = self._core.caller(perms)
+            found = self._core.caller(perms.names)
             with self._tenant_lock:
                 if len(self._masks) >= MAX_CALLERS:
                     self._masks.pop(next(iter(self._masks)))
-                self._masks[key] = found
+                self._masks[perms.key] = found
         return found
 
-    def _core_search(self, parts: list[tuple[str, float]], perms: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _core_search(self, parts: list[tuple[str, float]], perms: Perms, k: int) -> tuple[np.ndarray, np.ndarray]:
         tenant = self._tenant(perms)
         if tenant is None:
             return self._core.search(parts, self._mask(perms), k)
@@ -216,7 +241,7 @@ class Index:
         positions, scores = sub.search(parts, everyone, k)
         return keep[positions], scores
 
-    def _core_select(self, parts: list[tuple[str, float]], perms: list[str], tokens: int, cap: int | None) -> Any:
+    def _core_select(self, parts: list[tuple[str, float]], perms: Perms, tokens: int, cap: int | None) -> Any:
         tenant = self._tenant(perms)
         if tenant is None:
             return self._core.select(parts, self._mask(perms), tokens, cap)
@@ -337,7 +362,7 @@ class Index:
             return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
         return self._ranking(Query.of(query), perms, max(k, self._depth))[:k]
 
-    def _ranking(self, query: Query, perms: list[str], depth: int) -> list[Hit]:
+    def _ranking(self, query: Query, perms: Perms, depth: int) -> list[Hit]:
         """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use."""
         positions, scores = self._core_search(list(query.parts), perms, depth)
         ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
@@ -378,7 +403,7 @@ class Index:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
         k, perms = _count("k", k), _caller(caller)
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
-            return [self.search(q, k, perms) for q in queries]
+            return [self.search(q, k, perms.names) for q in queries]
         batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
         return [[Hit(self._tools[i], i, s) for i, s in zip(p.tolist(), sc.tolist(), strict=True)] for p, sc in batch]
 
@@ -390,7 +415,7 @@ class Index:
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
-            return [self.select(q, perms, budget, k=k) for q in queries]
+            return [self.select(q, perms.names, budget, k=k) for q in queries]
         batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
         return [Selection(self, sel, nc, used, budget, dropped, over) for sel, nc, used, dropped, over in batch]
 

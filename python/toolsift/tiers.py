@@ -118,7 +118,7 @@ class Toolbox:
 
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
-        self._perms = tuple(_caller(self.caller))
+        self._perms = _caller(self.caller).names
         self._plan: dict[str, Tier] | None = None
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
