@@ -5,7 +5,8 @@ ranked for the query, packed into a 4,000-token budget. For each query the engin
 another, round after round, so that all see the same machine state. Prints per-query medians,
 p99, the ratio peer / toolsift, and cost growth (time at 100k ÷ time at 10k).
 
-    python benches/compare.py [--sizes 1000 10000 100000] [--rounds 5] [--no-aws] [--markdown]
+    python benches/compare.py [--sizes 1000 10000 100000] [--aws-sizes 1000 10000 100000] [--rounds 5]
+        [--no-aws] [--markdown]
 
 Peers: the seed's reference select() (``benches/seedref``), bm25s, tantivy and rank_bm25 (see
 ``benches/peers.py``); a peer whose package is missing is left out.
@@ -23,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from peers import PEERS, Select
-from workloads import BUDGET, Workload, aws, zipf
+from workloads import BUDGET, Workload, aws, aws_size, zipf
 
 
 def measure(w: Workload, rounds: int) -> dict[str, dict[str, float]]:
@@ -57,7 +58,8 @@ def rows(results: dict[str, dict[str, dict[str, float]]]) -> list[list[str]]:
         for name, r in engines.items():
             ratio = "1.0×" if name == "toolsift" else f"{r['median'] / base:.1f}×"
             out.append([wname, name, f"{r['median']:.1f}", f"{r['p99']:.1f}", ratio, f"{r['build_s']:.2f}"])
-    growth = [(a, b) for a, b in (("zipf-10k", "zipf-100k"),) if a in results and b in results]
+    pairs = (("zipf-10k", "zipf-100k"), ("aws-10k", "aws-100k"))
+    growth = [(a, b) for a, b in pairs if a in results and b in results]
     for a, b in growth:
         for name in results[b]:
             if name in results[a]:
@@ -70,10 +72,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-aws", action="store_true")
+    parser.add_argument("--aws-sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--no-aws", action="store_true", help="skip the botocore workloads")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    workloads = [lambda n=n: zipf(n) for n in args.sizes] + ([] if args.no_aws else [aws])
+    workloads = [lambda n=n: zipf(n) for n in args.sizes]
+    if not args.no_aws:  # sampled below the catalog size, the whole catalog, repeated above it
+        sizes = sorted([*args.aws_sizes, None], key=lambda n: aws_size() if n is None else n)
+        workloads += [lambda n=n: aws(n) for n in sizes]
     results = {}
     for make in workloads:
         w = make()

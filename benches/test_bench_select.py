@@ -15,7 +15,9 @@ WORKLOADS = {
     "zipf-1k": lambda: zipf(1_000),
     "zipf-10k": lambda: zipf(10_000),
     "zipf-100k": lambda: zipf(100_000),
+    "aws-10k": lambda: aws(10_000),
     "aws": aws,
+    "aws-100k": lambda: aws(100_000),
 }
 
 

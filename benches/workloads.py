@@ -3,8 +3,10 @@
 * ``zipf(n)``: a synthetic catalog of ``n`` tools whose 10-30 word descriptions are drawn from a
   20,000-word vocabulary with Zipf-distributed frequencies; 4-8 word queries drawn the same way;
   20 permission groups of which the caller holds half.
-* ``aws()``: the ~18,000 AWS API operations in botocore (the demo catalog), with natural-language
-  requests; the caller holds every other service's permission.
+* ``aws(n)``: the ~18,000 AWS API operations in botocore (the demo catalog), with natural-language
+  requests; the caller holds every other service's permission. With ``n`` below the catalog size
+  a fixed random sample of ``n`` operations (registry order kept); above it, the catalog repeated
+  (copies renamed ``<name>_<copy>``) up to ``n`` tools.
 
 Both engines see the same text, permissions and token costs ((name + description + schema
 bytes) / 4 + 1, the seed's estimate) so that only the algorithms differ.
@@ -12,6 +14,7 @@ bytes) / 4 + 1, the seed's estimate) so that only the algorithms differ.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -101,12 +104,33 @@ def zipf(n: int, seed: int = 7) -> Workload:
 
 
 @functools.cache
-def aws() -> Workload:
+def _aws_tools() -> tuple[ts.Tool, ...]:
     from toolsift.catalogs import aws_catalog
 
-    tools = []
+    base = []
     for t in aws_catalog():
         cost = (len(t.name) + len(t.description) + len(json.dumps(t.parameters))) // 4 + 1
-        tools.append(ts.Tool(t.name, t.description, t.parameters, permissions=t.permissions, cost_tokens=cost))
-    services = sorted({t.permissions[0] for t in tools})
+        base.append(ts.Tool(t.name, t.description, t.parameters, permissions=t.permissions, cost_tokens=cost))
+    return tuple(base)
+
+
+def aws_size() -> int:
+    """Operations in the botocore catalog."""
+    return len(_aws_tools())
+
+
+@functools.cache
+def aws(n: int | None = None) -> Workload:
+    base = _aws_tools()
+    n = len(base) if n is None else n
+    if n <= len(base):
+        keep = np.sort(np.random.default_rng(11).choice(len(base), size=n, replace=False))
+        tools = [base[i] for i in keep]
+    else:
+        tools = [
+            t if copy == 0 else dataclasses.replace(t, name=f"{t.name}_{copy}")
+            for copy in range(-(-n // len(base)))
+            for t in base
+        ][:n]
+    services = sorted({p for t in base for p in t.permissions})
     return Workload(f"aws-{len(tools) // 1000}k", tools, AWS_QUERIES, services[::2])
