@@ -64,7 +64,7 @@ def _caller(caller: Caller) -> Perms:
         perms = ()
     elif isinstance(caller, str):
         perms = (caller,)
-    elif type(caller) in (list, tuple):
+    elif type(caller) in (list, tuple):  # exact types: a subclass could lie in __len__
         perms = caller  # type: ignore[assignment]
     else:
         perms = list(caller)
@@ -82,8 +82,8 @@ def _caller(caller: Caller) -> Perms:
     for p in names:
         if p.startswith(RESERVED):
             raise InvalidParameterError(f"permissions starting with {RESERVED!r} are reserved, found {p!r}")
-    unambiguous = key is not None and key.count("\0") == len(names) - 1
-    found = Perms(names, key if unambiguous else names)  # type: ignore[arg-type]
+    # stored under the joined text only when it is unambiguous (no string holds a NUL)
+    found = Perms(names, key if key is not None and key.count("\0") == len(names) - 1 else names)
     if len(_VALID) >= MAX_CALLERS:
         _VALID.clear()
     _VALID[found.key] = found
