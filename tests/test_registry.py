@@ -104,6 +104,14 @@ def test_negative_budget_and_bad_k_are_refused(support: ts.Index) -> None:
         support.search("order", caller=[1])  # type: ignore[list-item]
 
 
+def test_counts_past_64_bits_mean_no_limit(support: ts.Index) -> None:
+    huge = 2**70
+    assert list(support.select("order", budget=huge)) == list(support.select("order"))
+    assert list(support.select("order", k=huge)) == list(support.select("order"))
+    assert support.search("order", k=huge) == support.search("order", k=len(support))
+    assert [list(s) for s in support.select_many(["order"], budget=huge, k=huge)] == [list(support.select("order"))]
+
+
 @pytest.mark.parametrize(("k1", "b"), [(math.nan, 0.75), (-1.0, 0.75), (1.2, 1.5)])
 def test_out_of_domain_bm25_parameters_are_refused_by_the_core(k1: float, b: float) -> None:
     with pytest.raises(InvalidParameterError):

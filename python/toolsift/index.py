@@ -100,7 +100,7 @@ def _count(name: str, value: object) -> int:
         raise InvalidParameterError(f"{name} must be an int, not {type(value).__name__}")
     if value < 0:
         raise InvalidParameterError(f"{name} must be >= 0, got {value}")
-    return value
+    return min(value, UNLIMITED)  # counts past 2**64 - 1 mean the same as it: no limit
 
 
 class Index:
