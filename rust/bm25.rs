@@ -13,9 +13,11 @@
 //! score(q, d) = Σ_{t ∈ q}  idf(t) · tf~(t, d) · (k1 + 1) / (tf~(t, d) + k1)
 //! ```
 //!
-//! A repeated query token counts each time. `tf~` depends only on the tool, so it is computed at
-//! build time and stored in the postings; a query costs one multiply-add per posting. The `+1`
-//! inside the logarithm keeps every idf positive, so any matching tool scores above zero.
+//! A repeated query token counts each time. `tf~`, and so its saturated value
+//! `tf~ · (k1 + 1) / (tf~ + k1)` (the posting's *impact*, in (0, k1 + 1]), depend only on the tool:
+//! the impact is computed at build time and stored in the postings, so a query costs one
+//! multiply-add per posting. The `+1` inside the logarithm keeps every idf positive, so any
+//! matching tool scores above zero.
 
 use crate::error::{Error, Result};
 
@@ -88,9 +90,10 @@ impl Bm25Params {
         p.weight * count / (1.0 - p.b + p.b * ratio)
     }
 
-    /// Score of one posting with pseudo-frequency `tf` for a query term of weight `idf · qtf`.
-    pub fn score(&self, weight: f32, tf: f32) -> f32 {
-        weight * tf * (self.k1 + 1.0) / (tf + self.k1)
+    /// The impact of a posting with pseudo-frequency `tf`: what it adds to a tool's score per
+    /// unit of query-term weight (`idf · qtf`).
+    pub fn impact(&self, tf: f32) -> f32 {
+        tf * (self.k1 + 1.0) / (tf + self.k1)
     }
 }
 
@@ -119,8 +122,8 @@ mod tests {
     #[test]
     fn score_saturates_with_tf() {
         let p = Bm25Params::default();
-        assert!(p.score(1.0, 2.0) < 2.0 * p.score(1.0, 1.0));
-        assert!(p.score(1.0, 1000.0) < p.k1 + 1.0);
+        assert!(p.impact(2.0) < 2.0 * p.impact(1.0));
+        assert!(p.impact(1000.0) < p.k1 + 1.0);
     }
 
     #[test]

@@ -178,7 +178,8 @@ impl IndexBuilder {
                     .field_tf(f, count, self.lens[d * nf + f], avg[f]);
             }
             for term in order.drain(..) {
-                postings.push(term, d as DocId, std::mem::take(&mut acc[term as usize]));
+                let tf = std::mem::take(&mut acc[term as usize]);
+                postings.push(term, d as DocId, self.params.impact(tf));
             }
             start = end;
         }
@@ -286,7 +287,7 @@ impl Index {
 
     /// True when the caller may use the tool at `doc`.
     pub fn allows(&self, caller: &CallerMask, doc: DocId) -> bool {
-        (doc as usize) < self.len() && self.perms.allows(caller, doc)
+        (doc as usize) < self.len() && caller.allowed(doc) == 1
     }
 
     /// Query terms found in the dictionary, each with the summed weight of its occurrences, in
@@ -323,7 +324,7 @@ impl Index {
                     return None; // so small that the idf product rounds to 0: matches nothing
                 }
                 // Inflated a little so that rounding in a sum can never exceed the bounds.
-                let bound = self.params.score(weight, self.postings.max_tf(id)) * (1.0 + 1e-5);
+                let bound = weight * self.postings.max_impact(id) * (1.0 + 1e-5);
                 Some((
                     id,
                     Term {
@@ -345,11 +346,11 @@ impl Index {
         let mut acc = vec![0f32; self.len()];
         let mut touched: Vec<DocId> = Vec::new();
         for term in self.query_terms(&query.into()) {
-            for (&doc, &tf) in term.list.docs.iter().zip(term.list.tfs) {
+            for (&doc, &impact) in term.list.docs.iter().zip(term.list.impacts) {
                 if !self.perms.allows(caller, doc) {
                     continue; // filter before rank: a forbidden tool is never scored
                 }
-                let add = self.params.score(term.weight, tf);
+                let add = term.weight * impact;
                 let slot = &mut acc[doc as usize];
                 if *slot == 0.0 && add > 0.0 {
                     touched.push(doc);
@@ -375,14 +376,7 @@ impl Index {
         keep: impl Fn(DocId) -> bool,
         want: usize,
     ) -> Ranked {
-        taat::rank(
-            &self.params,
-            terms,
-            self.len(),
-            |d| self.perms.allowed(caller, d),
-            keep,
-            want,
-        )
+        taat::rank(terms, self.len(), |d| caller.allowed(d), keep, want)
     }
 
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
@@ -412,7 +406,7 @@ impl Index {
         self.core
             .iter()
             .copied()
-            .filter(|&d| self.perms.allows(caller, d))
+            .filter(|&d| caller.allowed(d) == 1)
             .collect()
     }
 
@@ -441,6 +435,7 @@ impl Index {
         // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
         let mut examined: Vec<DocId> = Vec::new(); // sorted
         let mut limit = u64::MAX;
+        let mut ranker = taat::Ranker::new(&terms, self.len(), |d| caller.allowed(d));
         while !packer.full() {
             let k = self.first_k(packer.remaining(), Some(packer.room()));
             let keep = |d: DocId| {
@@ -454,15 +449,9 @@ impl Index {
                 .by_cost
                 .partition_point(|&d| u64::from(self.cost(d)) <= limit);
             let ranked = if limit != u64::MAX && cheap * terms.len() * 16 < postings {
-                taat::rank_docs(
-                    &self.params,
-                    &terms,
-                    &self.by_cost[..cheap],
-                    |d| self.perms.allowed(caller, d),
-                    keep,
-                )
+                taat::rank_docs(&terms, &self.by_cost[..cheap], |d| caller.allowed(d), keep)
             } else {
-                self.rank(&terms, caller, keep, k)
+                ranker.rank(keep, k)
             };
             let ranked = ranked.best(k);
             for hit in &ranked {
@@ -514,7 +503,7 @@ impl Index {
     /// For every tool, whether the caller may use it.
     pub fn allowed_mask(&self, caller: &CallerMask) -> Vec<bool> {
         (0..self.len() as DocId)
-            .map(|d| self.perms.allows(caller, d))
+            .map(|d| caller.allowed(d) == 1)
             .collect()
     }
 }

@@ -18,7 +18,7 @@ use crate::vocab::Vocab;
 /// First bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"TSIFTIDX";
 /// Version of the layout this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 8 + 4;
 
 fn bad(reason: impl Into<String>) -> Error {
@@ -136,11 +136,11 @@ impl Index {
         let terms = self.vocab.terms();
         w.len(terms.len());
         terms.iter().for_each(|t| w.str(t));
-        let (offsets, docs, tfs, max_tfs) = self.postings.parts();
+        let (offsets, docs, impacts, max_impacts) = self.postings.parts();
         w.usizes(offsets);
         w.u32s(docs);
-        w.f32s(tfs);
-        w.f32s(max_tfs);
+        w.f32s(impacts);
+        w.f32s(max_impacts);
         w.u32s(&self.costs);
         w.u32s(&self.core);
         let (names, perm_offsets, required) = self.perms.parts();
@@ -203,13 +203,13 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
         .validate()
         .map_err(|e| bad(format!("parameters: {e}")))?;
     let vocab = Vocab::from_terms(r.strs()?).ok_or_else(|| bad("repeated term"))?;
-    let (offsets, docs, tfs, max_tfs) = (r.usizes()?, r.u32s()?, r.f32s()?, r.f32s()?);
+    let (offsets, docs, impacts, max_impacts) = (r.usizes()?, r.u32s()?, r.f32s()?, r.f32s()?);
     let costs = r.u32s()?;
     let n = costs.len();
-    if max_tfs.len() != vocab.len() {
+    if max_impacts.len() != vocab.len() {
         return Err(bad("postings and dictionary disagree"));
     }
-    let postings = Postings::from_parts(offsets, docs, tfs, max_tfs, n)
+    let postings = Postings::from_parts(offsets, docs, impacts, max_impacts, n)
         .ok_or_else(|| bad("malformed postings"))?;
     let core = r.u32s()?;
     if !core.windows(2).all(|w| w[0] < w[1]) || core.last().is_some_and(|&d| d as usize >= n) {

@@ -16,7 +16,6 @@
 
 use std::cell::RefCell;
 
-use crate::bm25::Bm25Params;
 use crate::postings::{DocId, PostingList};
 use crate::topk::Hit;
 
@@ -72,121 +71,205 @@ fn gallop(docs: &[DocId], from: usize, doc: DocId) -> usize {
     lo + docs[lo..hi].partition_point(|&d| d < doc)
 }
 
-/// Scores `terms` (canonical order) for a catalog of `num_docs` tools. `allowed(doc)` is 1 when
-/// the caller may use the tool (checked before any of its postings is scored), `keep(doc)`
-/// filters which allowed tools are wanted. Stops walking postings once the best `want` kept
-/// tools are known to be among those reached; `want = usize::MAX` scores exhaustively.
-pub fn rank(
-    params: &Bm25Params,
+/// Scores `terms` (canonical order) for a catalog of `num_docs` tools in one go: see
+/// [`Ranker::rank`]; `want = usize::MAX` scores exhaustively.
+pub fn rank<A: Fn(DocId) -> u64>(
     terms: &[Term<'_>],
     num_docs: usize,
-    allowed: impl Fn(DocId) -> u64,
+    allowed: A,
     keep: impl Fn(DocId) -> bool,
     want: usize,
 ) -> Ranked {
-    // Taken out while in use, so a panic can only lose the buffers, never leave them dirty.
-    let Scratch {
-        mut acc,
-        mut touched,
-    } = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if acc.len() < num_docs {
-        acc = vec![0f32; num_docs];
-        // A tool is recorded once; the extra slot takes the unconditional write after the last.
-        touched = vec![0; num_docs + 1];
+    Ranker::new(terms, num_docs, allowed).rank(keep, want)
+}
+
+/// One query's scoring, kept between the rounds of a selection: the terms walked so far and
+/// every reached tool's partial score over them. A later round (other tools wanted, fewer of
+/// them) starts from there instead of walking the same postings again.
+pub struct Ranker<'t, 'p, A: Fn(DocId) -> u64> {
+    terms: &'t [Term<'p>],
+    allowed: A,
+    acc: Vec<f32>,
+    touched: Vec<DocId>,
+    /// Tools reached: `touched[..count]`, each with a partial score in `acc`.
+    count: usize,
+    /// Terms whose postings have been added in full.
+    walked: usize,
+    /// `rest[j]`: summed bounds of terms `j..`.
+    rest: Vec<f32>,
+    /// Postings of the terms not walked yet.
+    rest_postings: usize,
+    /// Scores above `reach`, reused between checks.
+    partials: Vec<f32>,
+}
+
+impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
+    /// Starts scoring `terms` (canonical order) over a catalog of `num_docs` tools; `allowed(doc)`
+    /// is 1 when the caller may use the tool (checked before any of its postings is scored).
+    pub fn new(terms: &'t [Term<'p>], num_docs: usize, allowed: A) -> Self {
+        // Taken out while in use; given back clean when dropped (see Drop).
+        let Scratch {
+            mut acc,
+            mut touched,
+        } = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        if acc.len() < num_docs {
+            acc = vec![0f32; num_docs];
+            // A tool is recorded once; the extra slot takes the unconditional write after the last.
+            touched = vec![0; num_docs + 1];
+        }
+        let n = terms.len();
+        let mut rest = vec![0f32; n + 1];
+        for j in (0..n).rev() {
+            rest[j] = rest[j + 1] + terms[j].bound;
+        }
+        Ranker {
+            terms,
+            allowed,
+            acc,
+            touched,
+            count: 0,
+            walked: 0,
+            rest,
+            rest_postings: terms.iter().map(|t| t.list.len()).sum(),
+            partials: Vec::new(),
+        }
     }
-    let n = terms.len();
-    let mut rest = vec![0f32; n + 1]; // rest[j]: summed bounds of terms j..
-    for j in (0..n).rev() {
-        rest[j] = rest[j + 1] + terms[j].bound;
-    }
-    let mut rest_postings: usize = terms.iter().map(|t| t.list.len()).sum();
-    let mut count = 0usize;
-    let mut walked = 0;
-    let mut theta = f32::INFINITY;
-    let mut partials: Vec<f32> = Vec::new(); // scores above `reach`, reused between checks
-    while walked < n {
-        let t = &terms[walked];
+
+    /// Adds the postings of the next term to the partial scores.
+    fn walk_next(&mut self) {
+        let t = &self.terms[self.walked];
+        let (acc, touched) = (&mut self.acc, &mut self.touched);
+        let mut count = self.count;
         // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and
         // it is never collected; a tool is recorded the first time its accumulator turns positive.
-        for (&doc, &tf) in t.list.docs.iter().zip(t.list.tfs) {
-            let keep_bits = 0u32.wrapping_sub(allowed(doc) as u32); // all ones or all zeros
-            let add = params.score(f32::from_bits(t.weight.to_bits() & keep_bits), tf);
+        for (&doc, &impact) in t.list.docs.iter().zip(t.list.impacts) {
+            let keep_bits = 0u32.wrapping_sub((self.allowed)(doc) as u32); // all ones or zeros
+            let add = f32::from_bits(t.weight.to_bits() & keep_bits) * impact;
             let slot = &mut acc[doc as usize];
             let fresh = *slot == 0.0;
             *slot += add;
             touched[count] = doc;
             count += usize::from(fresh & (add > 0.0));
         }
-        walked += 1;
-        rest_postings -= t.list.len();
-        // Worth checking only while the lists left are longer than what a probe would touch:
-        // can the `want`-th best partial score already beat every tool not reached yet?
-        if walked < n && want > 0 && want != usize::MAX && rest_postings > count {
-            let reach = rest[walked] * slack(n - walked);
-            partials.clear();
-            partials.extend(
-                touched[..count]
-                    .iter()
-                    .filter(|&&d| acc[d as usize] > reach && keep(d))
-                    .map(|&d| acc[d as usize]),
-            );
-            if partials.len() >= want {
-                let (_, &mut th, _) =
-                    partials.select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
-                theta = th;
-                break;
+        self.count = count;
+        self.walked += 1;
+        self.rest_postings -= t.list.len();
+    }
+
+    /// The `want`-th best partial score among the reached tools that `keep` accepts, when it
+    /// beats every tool not reached yet; worth looking for only while the lists left are longer
+    /// than what a probe would touch.
+    fn threshold(&mut self, keep: &impl Fn(DocId) -> bool, want: usize) -> Option<f32> {
+        let n = self.terms.len();
+        if self.walked == 0 || self.walked == n || want == 0 || want == usize::MAX {
+            return None;
+        }
+        if self.rest_postings <= self.count {
+            return None;
+        }
+        let reach = self.rest[self.walked] * slack(n - self.walked);
+        let acc = &self.acc;
+        self.partials.clear();
+        self.partials.extend(
+            self.touched[..self.count]
+                .iter()
+                .filter(|&&d| acc[d as usize] > reach && keep(d))
+                .map(|&d| acc[d as usize]),
+        );
+        if self.partials.len() < want {
+            return None;
+        }
+        let (_, &mut th, _) = self
+            .partials
+            .select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
+        Some(th)
+    }
+
+    /// The matching tools that `keep` accepts, ranked at least `want` deep. Terms are walked
+    /// (from where an earlier call stopped) until the `want`-th best partial score beats the
+    /// summed bounds of the terms still to come: then no tool not reached yet can rank among the
+    /// best `want`, and the remaining (common, long) lists are only *probed* for the tools
+    /// already reached (a galloping merge), instead of walked in full. `want = usize::MAX`
+    /// scores exhaustively.
+    pub fn rank(&mut self, keep: impl Fn(DocId) -> bool, want: usize) -> Ranked {
+        let n = self.terms.len();
+        let theta = loop {
+            if let Some(th) = self.threshold(&keep, want) {
+                break th;
             }
-        }
-    }
-    // A tool not reached scores at most `floor` (0 when every term was walked); a reached one
-    // whose partial score plus what is left cannot get to the want-th best partial score
-    // (theta) is left out, and raises the floor to that most. Those above are ranked exactly.
-    let margin = slack(n - walked);
-    let mut floor = rest[walked] * margin;
-    let mut hits: Vec<Hit> = Vec::with_capacity(if walked == n { count } else { 4 * want });
-    for &doc in &touched[..count] {
-        let score = acc[doc as usize];
-        let most = (score + rest[walked]) * margin;
-        if walked < n && most < theta {
-            floor = floor.max(most);
-        } else if keep(doc) {
-            hits.push(Hit { doc, score });
-        }
-    }
-    touched[..count].iter().for_each(|&d| acc[d as usize] = 0.0);
-    SCRATCH.with(|s| *s.borrow_mut() = Scratch { acc, touched });
-    if walked == n {
-        return Ranked {
-            hits,
-            complete: true,
+            if self.walked == n {
+                break f32::INFINITY;
+            }
+            self.walk_next();
         };
-    }
-    // Probe the remaining lists for the tools kept, adding in canonical term order. `hits` is
-    // in first-touch order: one ascending run per walked term, which a stable sort merges fast.
-    hits.sort_by_key(|h| h.doc);
-    for t in &terms[walked..] {
-        let (docs, tfs) = (t.list.docs, t.list.tfs);
-        let mut at = 0;
-        for h in hits.iter_mut() {
-            at = gallop(docs, at, h.doc);
-            if at == docs.len() {
-                break;
-            }
-            if docs[at] == h.doc {
-                h.score += params.score(t.weight, tfs[at]);
+        let (walked, acc, reached) = (self.walked, &self.acc, &self.touched[..self.count]);
+        let rest = self.rest[walked];
+        // A tool not reached scores at most `floor` (0 when every term was walked); a reached
+        // one whose partial score plus what is left cannot get to the want-th best partial score
+        // (theta) is left out, and raises the floor to that most. Those above are ranked exactly.
+        let margin = slack(n - walked);
+        let mut floor = rest * margin;
+        let mut hits: Vec<Hit> =
+            Vec::with_capacity(if walked == n { reached.len() } else { 4 * want });
+        for &doc in reached {
+            let score = acc[doc as usize];
+            let most = (score + rest) * margin;
+            if walked < n && most < theta {
+                floor = floor.max(most);
+            } else if keep(doc) {
+                hits.push(Hit { doc, score });
             }
         }
+        if walked == n {
+            return Ranked {
+                hits,
+                complete: true,
+            };
+        }
+        // Probe the remaining lists for the tools kept, adding in canonical term order. `hits`
+        // is in first-touch order: one ascending run per walked term, which a stable sort merges
+        // fast.
+        hits.sort_by_key(|h| h.doc);
+        for t in &self.terms[walked..] {
+            let (docs, impacts) = (t.list.docs, t.list.impacts);
+            let mut at = 0;
+            for h in hits.iter_mut() {
+                at = gallop(docs, at, h.doc);
+                if at == docs.len() {
+                    break;
+                }
+                if docs[at] == h.doc {
+                    h.score += t.weight * impacts[at];
+                }
+            }
+        }
+        hits.retain(|h| h.score > floor);
+        // At least `want` remain (each scores at least theta); only the best `want` are needed.
+        if hits.len() > want {
+            hits.select_nth_unstable_by(want, Hit::rank_cmp);
+            hits.truncate(want);
+        }
+        hits.sort_unstable_by(Hit::rank_cmp);
+        Ranked {
+            hits,
+            complete: false,
+        }
     }
-    hits.retain(|h| h.score > floor);
-    // At least `want` remain (each scores at least theta); only the best `want` are needed.
-    if hits.len() > want {
-        hits.select_nth_unstable_by(want, Hit::rank_cmp);
-        hits.truncate(want);
-    }
-    hits.sort_unstable_by(Hit::rank_cmp);
-    Ranked {
-        hits,
-        complete: false,
+}
+
+impl<A: Fn(DocId) -> u64> Drop for Ranker<'_, '_, A> {
+    /// Clears the accumulators of the tools reached and gives the buffers back for the next
+    /// query; after a panic they are dropped instead, so they are never reused dirty.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let mut acc = std::mem::take(&mut self.acc);
+        self.touched[..self.count]
+            .iter()
+            .for_each(|&d| acc[d as usize] = 0.0);
+        let touched = std::mem::take(&mut self.touched);
+        SCRATCH.with(|s| *s.borrow_mut() = Scratch { acc, touched });
     }
 }
 
@@ -194,7 +277,6 @@ pub fn rank(
 /// every term's postings in canonical order: exhaustive over a small set, with the same sums as
 /// [`rank`].
 pub fn rank_docs(
-    params: &Bm25Params,
     terms: &[Term<'_>],
     docs: &[DocId],
     allowed: impl Fn(DocId) -> u64,
@@ -207,7 +289,7 @@ pub fn rank_docs(
             let mut score = 0f32;
             for t in terms {
                 if let Ok(at) = t.list.docs.binary_search(&doc) {
-                    score += params.score(t.weight, t.list.tfs[at]);
+                    score += t.weight * t.list.impacts[at];
                 }
             }
             (score > 0.0).then_some(Hit { doc, score })
@@ -257,14 +339,7 @@ mod tests {
         let caller = idx.caller::<&str>(&[]);
         let terms = idx.query_terms(&"rare common".into());
         assert_eq!(terms.len(), 2);
-        let ranked = rank(
-            &idx.params,
-            &terms,
-            idx.len(),
-            |d| idx.perms.allowed(&caller, d),
-            |_| true,
-            2,
-        );
+        let ranked = rank(&terms, idx.len(), |d| caller.allowed(d), |_| true, 2);
         assert!(!ranked.complete, "the common list should have been probed");
         let mut all = idx.score("rare common", &caller);
         crate::topk::rank(&mut all);
