@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::permissions::{CallerMask, PermissionTable};
 use crate::postings::{DocId, Postings, PostingsBuilder};
 use crate::taat::{self, Ranked, Term};
-use crate::tokenizer::{stem, tokenize_into, Tokenizer};
+use crate::tokenizer::Tokenizer;
 use crate::topk::Hit;
 use crate::vocab::{TermId, Vocab};
 
@@ -59,8 +59,6 @@ pub struct IndexBuilder {
     core: Vec<DocId>,
     perms: PermissionTable,
     tokenizer: Tokenizer,
-    /// Each distinct normalised word seen so far and its term (stemming once per word).
-    words: HashMap<String, TermId>,
     seen: HashMap<TermId, usize>,
 }
 
@@ -84,7 +82,6 @@ impl IndexBuilder {
             core: Vec::new(),
             perms: PermissionTable::default(),
             tokenizer: Tokenizer::default(),
-            words: HashMap::new(),
             seen: HashMap::new(),
         })
     }
@@ -108,7 +105,6 @@ impl IndexBuilder {
             counts,
             lens,
             tokenizer,
-            words,
             seen,
             ..
         } = self;
@@ -117,18 +113,7 @@ impl IndexBuilder {
             let mut len = 0f32;
             if params.fields[f].weight > 0.0 {
                 tokenizer.for_each_word(text, &mut |word, to_stem| {
-                    let term = match words.get(word) {
-                        Some(&t) => t,
-                        None => {
-                            let t = vocab.intern(&if to_stem {
-                                stem(word)
-                            } else {
-                                word.to_string()
-                            });
-                            words.insert(word.to_string(), t);
-                            t
-                        }
-                    };
+                    let term = vocab.intern_word(word, to_stem);
                     len += 1.0;
                     let next = counts.len();
                     let at = *seen.entry(term).or_insert(next);
@@ -294,7 +279,7 @@ impl Index {
     /// canonical order: largest score bound first, ties by term id. Every path sums a tool's
     /// score in this order, so pruned and exhaustive scores agree to the bit.
     pub(crate) fn query_terms(&self, query: &Query<'_>) -> Vec<Term<'_>> {
-        let mut tokens = Vec::new();
+        let mut tokenizer = Tokenizer::default();
         let mut found: Vec<(TermId, f32)> = Vec::new();
         for &(text, weight) in &query.0 {
             // Documented clamping for the Rust API (Python refuses such weights): NaN and
@@ -303,17 +288,15 @@ impl Index {
                 continue;
             }
             let weight = weight.min(MAX_WEIGHT);
-            tokens.clear();
-            tokenize_into(text, &mut tokens);
-            for t in &tokens {
-                let Some(id) = self.vocab.get(t) else {
-                    continue;
+            tokenizer.for_each_word(text, &mut |word, to_stem| {
+                let Some(id) = self.vocab.get_word(word, to_stem) else {
+                    return;
                 };
                 match found.iter_mut().find(|(x, _)| *x == id) {
                     Some(e) => e.1 += weight,
                     None => found.push((id, weight)),
                 }
-            }
+            });
         }
         let mut terms: Vec<(TermId, Term<'_>)> = found
             .into_iter()

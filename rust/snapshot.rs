@@ -3,7 +3,7 @@
 //!
 //! Layout (little-endian): the magic `TSIFTIDX`, a format version (`u32`), the payload length
 //! (`u64`), the CRC-32 of the payload (`u32`), then the payload: BM25F parameters, the term
-//! dictionary in id order, the flat postings, token costs, core tools, the permission table and
+//! dictionary in id order, the catalog's words with the term each became, the flat postings, token costs, core tools, the permission table and
 //! the cost summaries. Loading checks the magic, version, length and checksum, then every
 //! structural invariant (sorted postings, ids in range...), so a truncated, corrupted, foreign or
 //! future file is refused with [`Error::Snapshot`] and never yields an index that could misbehave.
@@ -136,6 +136,11 @@ impl Index {
         let terms = self.vocab.terms();
         w.len(terms.len());
         terms.iter().for_each(|t| w.str(t));
+        let mut words: Vec<(&str, u32)> = self.vocab.words().collect();
+        words.sort_unstable(); // the same index always writes the same bytes
+        w.len(words.len());
+        words.iter().for_each(|(word, _)| w.str(word));
+        w.u32s(&words.iter().map(|&(_, id)| id).collect::<Vec<_>>());
         let (offsets, docs, impacts, max_impacts) = self.postings.parts();
         w.usizes(offsets);
         w.u32s(docs);
@@ -203,6 +208,10 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
         .validate()
         .map_err(|e| bad(format!("parameters: {e}")))?;
     let vocab = Vocab::from_terms(r.strs()?).ok_or_else(|| bad("repeated term"))?;
+    let (words, ids) = (r.strs()?, r.u32s()?);
+    let vocab = vocab
+        .with_words(words, ids)
+        .ok_or_else(|| bad("malformed word list"))?;
     let (offsets, docs, impacts, max_impacts) = (r.usizes()?, r.u32s()?, r.f32s()?, r.f32s()?);
     let costs = r.u32s()?;
     let n = costs.len();
