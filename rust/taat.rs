@@ -230,7 +230,24 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
         // is in first-touch order: one ascending run per walked term, which a stable sort merges
         // fast.
         hits.sort_by_key(|h| h.doc);
-        for t in &self.terms[walked..] {
+        for (j, t) in self.terms.iter().enumerate().skip(walked) {
+            if j > walked && hits.len() > 2 * want {
+                // Scores only grow: the want-th best so far is a lower bound on the final
+                // want-th best, so a tool that cannot reach it with the terms left is out too.
+                let scores = &mut self.partials;
+                scores.clear();
+                scores.extend(hits.iter().map(|h| h.score));
+                let (_, &mut th, _) =
+                    scores.select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
+                let (rest, margin) = (self.rest[j], slack(n - j));
+                hits.retain(|h| {
+                    let most = (h.score + rest) * margin;
+                    if most < th {
+                        floor = floor.max(most);
+                    }
+                    most >= th
+                });
+            }
             let (docs, impacts) = (t.list.docs, t.list.impacts);
             let mut at = 0;
             for h in hits.iter_mut() {
