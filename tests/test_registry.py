@@ -44,6 +44,25 @@ def test_parameters_that_are_not_json_are_refused() -> None:
         ts.Tool("bad_schema", parameters={"type": "array"})
 
 
+def test_parameters_nested_past_the_limit_are_refused_at_definition_not_later() -> None:
+    from toolsift.registry import MAX_SCHEMA_DEPTH
+
+    def nested(levels: int) -> dict:
+        schema: dict = {"type": "object"}
+        for i in range(levels - 1):  # objects and arrays both count as a level; the outermost an object
+            schema = {"type": "object", "p": schema} if (levels - i) % 2 == 0 else [schema]  # type: ignore[assignment]
+        return schema
+
+    ok = ts.Tool("deep_ok", parameters=nested(MAX_SCHEMA_DEPTH))
+    index = ts.Index([ok])  # costed, indexed and emitted without hitting the recursion limit
+    assert index.select("deep", budget=None) is not None and ok.definition()["parameters"]
+    # past the limit: a typed error naming the tool, whatever the depth of the calling stack
+    for levels in (MAX_SCHEMA_DEPTH + 1, 5_000):
+        with pytest.raises(SchemaError, match="nest deeper") as e:
+            ts.Tool("too_deep", parameters=nested(levels))
+        assert e.value.tool == "too_deep" and e.value.field == "parameters"
+
+
 def test_a_non_string_description_is_refused_as_a_type_error() -> None:
     with pytest.raises(InvalidToolError) as e:
         ts.Tool("t", description=42)  # type: ignore[arg-type]

@@ -24,6 +24,10 @@ from .errors import (
 
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 MAX_NAME_CHARS = 256
+#: Deepest nesting of objects and arrays accepted in a tool's parameters. Real schemas stay far
+#: below; a bound keeps every later step (copying, costing, emitting) clear of Python's recursion
+#: limit whatever the call stack around it.
+MAX_SCHEMA_DEPTH = 100
 
 
 def _check_name(name: object) -> str:
@@ -36,11 +40,32 @@ def _check_name(name: object) -> str:
     return name
 
 
+def _depth(value: object) -> int:
+    """Nesting depth of objects and arrays in ``value``, counted without recursion and given up
+    on just past :data:`MAX_SCHEMA_DEPTH` (so a cycle ends too)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_SCHEMA_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def _check_schema(name: str, schema: object) -> dict[str, Any]:
     if not isinstance(schema, Mapping):
         raise SchemaError(
             f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters"
         )
+    if _depth(schema) > MAX_SCHEMA_DEPTH:
+        raise SchemaError(f"parameters nest deeper than {MAX_SCHEMA_DEPTH} levels", tool=name, field="parameters")
     try:
         copy: dict[str, Any] = json.loads(json.dumps(schema, allow_nan=False))
     except (TypeError, ValueError, RecursionError) as e:
