@@ -10,7 +10,7 @@ budget on these workloads). Peers whose package is missing are skipped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def _texts(w: Workload) -> list[str]:
     return [f"{t.name} {t.description}" for t in w.tools]
 
 
-def _allowed(w: Workload, caller: list[str]) -> np.ndarray:
+def _allowed(w: Workload, caller: Sequence[str]) -> np.ndarray:
     held = set(caller)
     return np.array([set(t.permissions) <= held for t in w.tools])
 
@@ -62,7 +62,7 @@ def bm25s_peer(w: Workload) -> Select | None:
     retriever.index(bm25s.tokenize(_texts(w), stopwords="en", show_progress=False), show_progress=False)
     costs, masks = _costs(w), {}
 
-    def select(q: str, caller: list[str], budget: int) -> list[int]:
+    def select(q: str, caller: Sequence[str], budget: int) -> list[int]:
         mask = masks.setdefault(tuple(caller), _allowed(w, caller).astype(np.float32))
         tokens = bm25s.tokenize([q], stopwords="en", return_ids=False, show_progress=False)
         if not tokens[0]:
@@ -91,7 +91,7 @@ def tantivy_peer(w: Workload) -> Select | None:
     index.reload()
     searcher, costs = index.searcher(), _costs(w)
 
-    def select(q: str, caller: list[str], budget: int) -> list[int]:
+    def select(q: str, caller: Sequence[str], budget: int) -> list[int]:
         words = re.findall(r"\w+", q)
         if not words:
             return []
@@ -113,7 +113,7 @@ def rank_bm25_peer(w: Workload) -> Select | None:
         return None  # seconds per query: too slow to run at this size
     bm25, costs, masks = BM25Okapi([t.lower().split() for t in _texts(w)]), _costs(w), {}
 
-    def select(q: str, caller: list[str], budget: int) -> list[int]:
+    def select(q: str, caller: Sequence[str], budget: int) -> list[int]:
         mask = masks.setdefault(tuple(caller), _allowed(w, caller))
         scores = np.where(mask, bm25.get_scores(q.lower().split()), 0.0)
         top = np.argsort(-scores, kind="stable")[:DEPTH]

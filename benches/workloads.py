@@ -55,7 +55,7 @@ class Workload:
     name: str
     tools: list[ts.Tool]
     queries: list[str]
-    caller: list[str]
+    caller: tuple[str, ...]  # immutable, as a gateway would keep a session's permissions
 
     @functools.cached_property
     def index(self) -> ts.Index:
@@ -100,7 +100,7 @@ def zipf(n: int, seed: int = 7) -> Workload:
         cost = (len(name) + len(desc) + len(json.dumps(schema))) // 4 + 1
         tools.append(ts.Tool(name, desc, schema, permissions=f"group{i % 20}", cost_tokens=cost))
     queries = [text(4, 8) for _ in range(200)]
-    return Workload(f"zipf-{n // 1000}k", tools, queries, [f"group{g}" for g in range(0, 20, 2)])
+    return Workload(f"zipf-{n // 1000}k", tools, queries, tuple(f"group{g}" for g in range(0, 20, 2)))
 
 
 @functools.cache
@@ -133,4 +133,4 @@ def aws(n: int | None = None) -> Workload:
             for t in base
         ][:n]
     services = sorted({p for t in base for p in t.permissions})
-    return Workload(f"aws-{len(tools) // 1000}k", tools, AWS_QUERIES, services[::2])
+    return Workload(f"aws-{len(tools) // 1000}k", tools, AWS_QUERIES, tuple(services[::2]))

@@ -126,6 +126,35 @@ def test_callers_that_join_to_the_same_text_stay_apart() -> None:
     assert seen(caller) == {"read_c"}
 
 
+def test_a_tuple_or_frozenset_caller_is_remembered_by_identity_without_cross_talk() -> None:
+    from toolsift.errors import InvalidParameterError
+
+    class Liar(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return hash("guest")
+
+    idx = ts.Index([ts.Tool("admin_delete", "delete everything", permissions="admin"), ts.Tool("hello", "say hello")])
+
+    def seen(caller: object) -> list[str]:
+        return [h.tool.name for h in idx.search("delete everything hello", caller=caller)]  # type: ignore[arg-type]
+
+    admin, guest, liar = ("admin",), ("guest",), (Liar("admin"),)
+    for _ in range(2):  # the second time from the cache
+        assert seen(admin) == ["admin_delete", "hello"]
+        assert seen(guest) == ["hello"]
+        assert seen(liar) == ["admin_delete", "hello"]  # what it holds, not what it claims
+        assert seen(frozenset({"admin"})) == ["admin_delete", "hello"]
+        assert seen(frozenset({"guest"})) == ["hello"]
+    assert seen(tuple(["admin"])) == seen(admin)  # an equal tuple, another object
+    bad = ("toolsift:withheld",)
+    for _ in range(2):  # a refused caller is never cached
+        with pytest.raises(InvalidParameterError):
+            seen(bad)
+
+
 def test_no_caller_sees_public_tools_only(support: ts.Index) -> None:
     names = {h.tool.name for h in support.search("customer account order refund help", k=10)}
     assert names == {"search_help", "refund_policy"}

@@ -12,8 +12,6 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-import numpy as np
-
 from .registry import Tool
 
 if TYPE_CHECKING:
@@ -84,15 +82,15 @@ class Selection(Sequence[int]):
     def __init__(
         self,
         index: Index,
-        positions: np.ndarray,
+        positions: tuple[int, ...],
         num_core: int,
         tokens: int,
         budget: int | None,
-        dropped: np.ndarray,
+        dropped: tuple[int, ...],
         core_over_budget: bool,
     ) -> None:
         self._index = index
-        self._positions = tuple(positions.tolist())
+        self._positions = positions
         self._num_core = num_core
         self._dropped = dropped
         self._core_over = core_over_budget
@@ -152,7 +150,7 @@ class Selection(Sequence[int]):
         order. Only tools the packer examined are listed: the first batch of candidates (about
         what the budget can hold), then, while budget is left, only tools cheap enough to fit."""
         idx = self._index
-        return tuple(Dropped(idx.tool(i), i, idx.cost(i), "over_budget") for i in self._dropped.tolist())
+        return tuple(Dropped(idx.tool(i), i, idx.cost(i), "over_budget") for i in self._dropped)
 
     @property
     def note(self) -> str | None:

@@ -59,6 +59,22 @@ def _join(perms: Sequence[Any]) -> str | None:
 
 
 def _caller(caller: Caller) -> Perms:
+    immutable = type(caller) in (tuple, frozenset)
+    if immutable:
+        # The very same tuple or frozenset seen before: same strings, so the same answer. The
+        # entry holds the object, so its id cannot be reused by another while it is cached.
+        seen = _BY_ID.get(id(caller))
+        if seen is not None and seen[0] is caller:
+            return seen[1]
+    found = _validate(caller)
+    if immutable:
+        if len(_BY_ID) >= MAX_CALLERS:
+            _BY_ID.clear()
+        _BY_ID[id(caller)] = (caller, found)
+    return found
+
+
+def _validate(caller: Caller) -> Perms:
     perms: Sequence[Any]
     if caller is None:
         perms = ()
@@ -93,6 +109,7 @@ def _caller(caller: Caller) -> Perms:
 #: Most distinct callers whose validation (and compiled mask, per index) is remembered.
 MAX_CALLERS = 1024
 _VALID: dict[str | tuple[str, ...], Perms] = {}
+_BY_ID: dict[int, tuple[object, Perms]] = {}
 
 
 def _count(name: str, value: object) -> int:
@@ -247,7 +264,7 @@ class Index:
             return self._core.select(parts, self._mask(perms), tokens, cap)
         sub, keep, everyone = tenant
         sel, num_core, used, dropped, over = sub.select(parts, everyone, tokens, cap)
-        return keep[sel], num_core, used, keep[dropped], over
+        return tuple(keep[list(sel)].tolist()), num_core, used, tuple(keep[list(dropped)].tolist()), over
 
     def _set_ranking(
         self,

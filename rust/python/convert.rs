@@ -2,6 +2,7 @@
 
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use crate::budget::Packing;
 use crate::postings::DocId;
@@ -16,23 +17,18 @@ pub fn hits<'py>(py: Python<'py>, hits: Vec<Hit>) -> HitArrays<'py> {
     (docs.into_pyarray(py), scores.into_pyarray(py))
 }
 
-/// A packing as `(selected, num_core, used_tokens, dropped, core_over_budget)`.
-pub type PackingTuple<'py> = (
-    Bound<'py, PyArray1<u32>>,
-    usize,
-    u64,
-    Bound<'py, PyArray1<u32>>,
-    bool,
-);
+/// A packing as `(selected, num_core, used_tokens, dropped, core_over_budget)`; the positions
+/// as tuples of ints (a selection is a few dozen tools: cheaper than arrays to make and read).
+pub type PackingTuple<'py> = (Bound<'py, PyTuple>, usize, u64, Bound<'py, PyTuple>, bool);
 
 /// Converts a packing for Python.
-pub fn packing(py: Python<'_>, p: Packing) -> PackingTuple<'_> {
-    let dropped: Vec<DocId> = p.dropped.iter().map(|&(d, _)| d).collect();
-    (
-        p.selected.into_pyarray(py),
+pub fn packing(py: Python<'_>, p: Packing) -> PyResult<PackingTuple<'_>> {
+    let dropped = p.dropped.iter().map(|&(d, _)| d);
+    Ok((
+        PyTuple::new(py, p.selected)?,
         p.num_core,
         p.used_tokens,
-        dropped.into_pyarray(py),
+        PyTuple::new(py, dropped)?,
         p.core_over_budget,
-    )
+    ))
 }

@@ -31,9 +31,9 @@ pub struct PyCaller {
 
 impl PyIndex {
     /// The caller's mask, refused when it was compiled for another index.
-    fn mask(&self, caller: &PyCaller) -> PyResult<CallerMask> {
+    fn mask<'c>(&self, caller: &'c PyCaller) -> PyResult<&'c CallerMask> {
         if Arc::ptr_eq(&caller.owner, &self.inner) {
-            Ok(caller.mask.clone())
+            Ok(&caller.mask)
         } else {
             Err(pyo3::exceptions::PyValueError::new_err(
                 "this Caller was compiled for another index",
@@ -148,8 +148,8 @@ impl PyIndex {
         caller: &PyCaller,
         k: usize,
     ) -> PyResult<HitArrays<'py>> {
-        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
-        let hits = detached(py, move || idx.search(parts(&query), &mask, k))?;
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
+        let hits = detached(py, move || idx.search(parts(&query), mask, k))?;
         Ok(convert::hits(py, hits))
     }
 
@@ -163,11 +163,11 @@ impl PyIndex {
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<PackingTuple<'py>> {
-        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
         let packing = detached(py, move || {
-            idx.select(parts(&query), &mask, budget_tokens, max_taken)
+            idx.select(parts(&query), mask, budget_tokens, max_taken)
         })?;
-        Ok(convert::packing(py, packing))
+        convert::packing(py, packing)
     }
 
     /// `search` for many queries in one call (one caller), the GIL released throughout.
@@ -178,11 +178,11 @@ impl PyIndex {
         caller: &PyCaller,
         k: usize,
     ) -> PyResult<Vec<HitArrays<'py>>> {
-        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
         let all = detached(py, move || {
             queries
                 .iter()
-                .map(|q| idx.search(parts(q), &mask, k))
+                .map(|q| idx.search(parts(q), mask, k))
                 .collect::<Vec<_>>()
         })?;
         Ok(all
@@ -201,14 +201,14 @@ impl PyIndex {
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<Vec<PackingTuple<'py>>> {
-        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
         let all = detached(py, move || {
             queries
                 .iter()
-                .map(|q| idx.select(parts(q), &mask, budget_tokens, max_taken))
+                .map(|q| idx.select(parts(q), mask, budget_tokens, max_taken))
                 .collect::<Vec<_>>()
         })?;
-        Ok(all.into_iter().map(|p| convert::packing(py, p)).collect())
+        all.into_iter().map(|p| convert::packing(py, p)).collect()
     }
 
     /// Like `select`, but packs the given ranking (best first) instead of the lexical one.
@@ -221,12 +221,12 @@ impl PyIndex {
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<PackingTuple<'py>> {
-        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
         let ranked = ranked.as_array().to_vec();
         let packing = detached(py, move || {
-            idx.pack_ranked(&ranked, &mask, budget_tokens, max_taken)
+            idx.pack_ranked(&ranked, mask, budget_tokens, max_taken)
         })?;
-        Ok(convert::packing(py, packing))
+        convert::packing(py, packing)
     }
 
     /// For every tool, whether a caller holding `caller` may use it.
@@ -235,22 +235,23 @@ impl PyIndex {
         py: Python<'py>,
         caller: &PyCaller,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let (idx, mask) = (Arc::clone(&self.inner), self.mask(caller)?);
-        let mask = detached(py, move || idx.allowed_mask(&mask))?;
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
+        let mask = detached(py, move || idx.allowed_mask(mask))?;
         Ok(mask.into_pyarray(py))
     }
 
     /// True when a caller holding `caller` may use the tool at `position`.
     fn allows(&self, caller: &PyCaller, position: u32) -> PyResult<bool> {
-        Ok(self.inner.allows(&self.mask(caller)?, position))
+        Ok(self.inner.allows(self.mask(caller)?, position))
     }
 
     /// `caller` (permission strings) compiled for this index, to pass to the query methods.
-    fn caller(&self, caller: Vec<String>) -> PyCaller {
-        PyCaller {
-            mask: self.inner.caller(&caller),
+    fn caller(&self, py: Python<'_>, caller: Vec<String>) -> PyResult<PyCaller> {
+        let idx = &*self.inner;
+        Ok(PyCaller {
+            mask: detached(py, move || idx.caller(&caller))?,
             owner: Arc::clone(&self.inner),
-        }
+        })
     }
 
     /// Token cost of the tool at `position`.
