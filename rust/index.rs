@@ -419,6 +419,12 @@ impl Index {
         let mut examined: Vec<DocId> = Vec::new(); // sorted
         let mut limit = u64::MAX;
         let mut ranker = taat::Ranker::new(&terms, self.len(), |d| caller.allowed(d));
+        // Tools scored exactly by the last round that scored, beyond the ones it offered: every
+        // tool that round wanted scoring above some floor (or every one, when `whole`). A later
+        // round wants a subset of those tools (its cost limit only falls, the examined only
+        // grow), so the ones of the pool it wants are the exact head of its own ranking: when
+        // there are enough of them, it needs no scoring at all.
+        let (mut pool, mut whole): (Vec<Hit>, bool) = (Vec::new(), false);
         while !packer.full() {
             let k = self.first_k(packer.remaining(), Some(packer.room()));
             let keep = |d: DocId| {
@@ -426,17 +432,25 @@ impl Index {
                     && u64::from(self.cost(d)) <= limit
                     && examined.binary_search(&d).is_err()
             };
+            pool.retain(|h| keep(h.doc));
             // Late rounds look for tools cheap enough to fit what is left: when there are few
             // of them, score just those instead of walking the query's postings again.
             let cheap = self
                 .by_cost
                 .partition_point(|&d| u64::from(self.cost(d)) <= limit);
-            let ranked = if limit != u64::MAX && cheap * terms.len() * 16 < postings {
+            let ranked = if limit != u64::MAX && (pool.len() >= k || whole) {
+                taat::Ranked {
+                    hits: std::mem::take(&mut pool),
+                    complete: whole,
+                }
+            } else if limit != u64::MAX && cheap * terms.len() * 16 < postings {
                 taat::rank_docs(&terms, &self.by_cost[..cheap], |d| caller.allowed(d), keep)
             } else {
                 ranker.rank(keep, k)
             };
-            let ranked = ranked.best(k);
+            whole = ranked.complete;
+            let (ranked, rest) = ranked.split(k);
+            pool = rest;
             for hit in &ranked {
                 if !packer.full() {
                     packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
@@ -859,6 +873,12 @@ pub(crate) mod tests {
                 let query = q.iter().map(|&w| format!("w{w}")).collect::<Vec<_>>().join(" ");
                 let top = exhaustive_top(&idx, query.as_str().into(), &caller, k);
                 prop_assert_eq!(idx.search(query.as_str(), &caller, k), top);
+                // every hit a pruned ranking returns, not only the `k` asked for, is the exact
+                // head of the ranking (selection reuses them for its later rounds)
+                let terms = idx.query_terms(&query.as_str().into());
+                let ranked = crate::taat::rank(&terms, idx.len(), |d| caller.allowed(d), |_| true, k);
+                let n = ranked.hits.len();
+                prop_assert_eq!(ranked.best(n), exhaustive_top(&idx, query.as_str().into(), &caller, n));
                 let want = exhaustive_select(&idx, query.as_str().into(), &caller, budget, None);
                 let got = idx.select(query.as_str(), &caller, budget, None);
                 prop_assert_eq!(got.selected, want.selected);

@@ -28,13 +28,14 @@ pub struct Term<'a> {
     pub bound: f32,
 }
 
-/// Tools for a query, each with its exact score.
+/// Tools for a query, each with its exact score, unordered.
 #[derive(Debug)]
 pub struct Ranked {
-    /// The hits; sorted best first when `complete` is false.
+    /// The hits: every matching tool wanted when `complete`; otherwise every one scoring above
+    /// a floor that no tool left out can exceed, at least as many as asked for. Either way, the
+    /// best `k` of them are the best `k` of the ranking (for `k` up to what was asked for).
     pub hits: Vec<Hit>,
-    /// True when `hits` holds every matching tool (then unsorted); false when it is the exact
-    /// best-first prefix of the ranking of every matching tool, `want` entries long.
+    /// True when `hits` holds every matching tool wanted.
     pub complete: bool,
 }
 
@@ -260,13 +261,9 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
                 }
             }
         }
+        // At least `want` remain (each scores at least theta), and every tool left out scores
+        // at most `floor`: those above it are the exact head of the ranking.
         hits.retain(|h| h.score > floor);
-        // At least `want` remain (each scores at least theta); only the best `want` are needed.
-        if hits.len() > want {
-            hits.select_nth_unstable_by(want, Hit::rank_cmp);
-            hits.truncate(want);
-        }
-        hits.sort_unstable_by(Hit::rank_cmp);
         Ranked {
             hits,
             complete: false,
@@ -321,16 +318,20 @@ pub fn rank_docs(
 impl Ranked {
     /// The `k` best hits, best first.
     pub fn best(self, k: usize) -> Vec<Hit> {
+        self.split(k).0
+    }
+
+    /// The `k` best hits, best first, and the others (unordered), which rank below them.
+    pub fn split(self, k: usize) -> (Vec<Hit>, Vec<Hit>) {
         let mut hits = self.hits;
-        if self.complete {
-            if hits.len() > k {
-                hits.select_nth_unstable_by(k, Hit::rank_cmp);
-            }
-            hits.truncate(k);
-            hits.sort_unstable_by(Hit::rank_cmp);
-        }
-        hits.truncate(k);
-        hits
+        let rest = if hits.len() > k {
+            hits.select_nth_unstable_by(k, Hit::rank_cmp);
+            hits.split_off(k)
+        } else {
+            Vec::new()
+        };
+        hits.sort_unstable_by(Hit::rank_cmp);
+        (hits, rest)
     }
 }
 
@@ -360,8 +361,9 @@ mod tests {
         assert!(!ranked.complete, "the common list should have been probed");
         let mut all = idx.score("rare common", &caller);
         crate::topk::rank(&mut all);
-        assert!(ranked.hits.len() >= 2);
-        assert_eq!(ranked.hits[..], all[..ranked.hits.len()]);
+        let n = ranked.hits.len();
+        assert!(n >= 2 && n < all.len());
+        assert_eq!(ranked.best(n), all[..n]);
     }
 
     proptest! {
