@@ -196,6 +196,8 @@ pub struct Index {
     /// Non-core tools by ascending cost (ties: registry order): the few that still fit late in
     /// a selection are scored directly.
     pub(crate) by_cost: Vec<DocId>,
+    /// The cost of each tool of `by_cost`, ascending.
+    pub(crate) sorted_costs: Vec<u32>,
 }
 
 impl Index {
@@ -220,7 +222,9 @@ impl Index {
             .first()
             .map_or(u64::MAX, |&d| u64::from(costs[d as usize]));
         let total: u64 = by_cost.iter().map(|&d| u64::from(costs[d as usize])).sum();
+        let sorted_costs = by_cost.iter().map(|&d| costs[d as usize]).collect();
         Index {
+            sorted_costs,
             min_cost,
             mean_cost: total / count.max(1),
             by_cost,
@@ -267,7 +271,9 @@ impl Index {
     /// The mask of a caller holding `perms`. A mask is only meaningful for the index that made
     /// it (permission ids are this index's own); the Python layer enforces that.
     pub fn caller<S: AsRef<str>>(&self, perms: &[S]) -> CallerMask {
-        self.perms.caller(perms)
+        let mut mask = self.perms.caller(perms);
+        mask.leave_out(&self.core);
+        mask
     }
 
     /// True when the caller may use the tool at `doc`.
@@ -418,7 +424,9 @@ impl Index {
         // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
         let mut examined: Vec<DocId> = Vec::new(); // sorted
         let mut limit = u64::MAX;
-        let mut ranker = taat::Ranker::new(&terms, self.len(), |d| caller.allowed(d));
+        // Core tools are already in: the ranking scores only the caller's other tools.
+        let candidate = |d: DocId| caller.candidate(d);
+        let mut ranker = taat::Ranker::new(&terms, self.len(), candidate);
         // Tools scored exactly by the last round that scored, beyond the ones it offered: every
         // tool that round wanted scoring above some floor (or every one, when `whole`). A later
         // round wants a subset of those tools (its cost limit only falls, the examined only
@@ -427,30 +435,34 @@ impl Index {
         let (mut pool, mut whole): (Vec<Hit>, bool) = (Vec::new(), false);
         while !packer.full() {
             let k = self.first_k(packer.remaining(), Some(packer.room()));
+            let first = limit == u64::MAX; // the first round wants every candidate
             let keep = |d: DocId| {
-                !self.is_core[d as usize]
-                    && u64::from(self.cost(d)) <= limit
-                    && examined.binary_search(&d).is_err()
+                first || (u64::from(self.cost(d)) <= limit && examined.binary_search(&d).is_err())
             };
             pool.retain(|h| keep(h.doc));
             // Late rounds look for tools cheap enough to fit what is left: when there are few
             // of them, score just those instead of walking the query's postings again.
-            let cheap = self
-                .by_cost
-                .partition_point(|&d| u64::from(self.cost(d)) <= limit);
-            let ranked = if limit != u64::MAX && (pool.len() >= k || whole) {
+            let cheap = if first {
+                self.sorted_costs.len()
+            } else {
+                self.sorted_costs
+                    .partition_point(|&c| u64::from(c) <= limit)
+            };
+            let ranked = if !first && (pool.len() >= k || whole) {
                 taat::Ranked {
                     hits: std::mem::take(&mut pool),
                     complete: whole,
                 }
-            } else if limit != u64::MAX && cheap * terms.len() * 16 < postings {
-                taat::rank_docs(&terms, &self.by_cost[..cheap], |d| caller.allowed(d), keep)
+            } else if !first && cheap * terms.len() * 16 < postings {
+                taat::rank_docs(&terms, &self.by_cost[..cheap], candidate, keep)
             } else {
                 ranker.rank(keep, k)
             };
             whole = ranked.complete;
-            let (ranked, rest) = ranked.split(k);
+            let (mut ranked, rest) = ranked.split(k);
             pool = rest;
+            // A mask not made by `Index::caller` would rank core tools too: never twice.
+            ranked.retain(|h| !self.is_core[h.doc as usize]);
             for hit in &ranked {
                 if !packer.full() {
                     packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
@@ -597,6 +609,25 @@ pub(crate) mod tests {
             [0, 2]
         );
         assert_eq!(idx.select("order status", &agent, 100, None).selected, [0]);
+    }
+
+    #[test]
+    fn a_core_tool_is_selected_once_whatever_mask_is_given() {
+        let idx = support();
+        let agent = idx.caller(&["crm.read", "orders.read"]);
+        // a mask straight from the permission table still ranks core tools: never twice
+        let raw = idx.perms.caller(&["crm.read", "orders.read"]);
+        assert_ne!(raw, agent);
+        for mask in [&agent, &raw] {
+            let p = idx.select("search help center order status", mask, 10_000, None);
+            assert_eq!(p.selected, [0, 2]);
+            assert_eq!(p.num_core, 1);
+        }
+        // search ranks core tools like any other
+        assert!(idx
+            .search("search help center", &agent, 3)
+            .iter()
+            .any(|h| h.doc == 0));
     }
 
     #[test]

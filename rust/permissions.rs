@@ -27,6 +27,14 @@ pub struct PermissionTable {
     single: Vec<u32>,
 }
 
+/// Bit `i` of a bitset over registry positions (0 past its end).
+#[inline]
+fn bit(words: &[u64], i: DocId) -> u64 {
+    words
+        .get((i / 64) as usize)
+        .map_or(0, |w| w >> (i % 64) & 1)
+}
+
 /// The mask bit of tools that require nothing: set for every caller.
 const PUBLIC: u32 = 0;
 /// The mask bit of tools that require several permissions: never set.
@@ -66,6 +74,9 @@ impl Default for PermissionTable {
 pub struct CallerMask {
     bits: Vec<u64>,
     docs: Vec<u64>,
+    /// `docs` less the tools left out of ranking for a selection (the core tools, which every
+    /// selection holds anyway), so that selection scores only its candidates.
+    candidates: Vec<u64>,
 }
 
 impl CallerMask {
@@ -73,9 +84,23 @@ impl CallerMask {
     /// catalog the mask was compiled for).
     #[inline]
     pub fn allowed(&self, doc: DocId) -> u64 {
-        self.docs
-            .get((doc / 64) as usize)
-            .map_or(0, |w| w >> (doc % 64) & 1)
+        bit(&self.docs, doc)
+    }
+
+    /// 1 when the caller may use the tool at `doc` and it was not left out (see
+    /// [`CallerMask::leave_out`]), else 0.
+    #[inline]
+    pub fn candidate(&self, doc: DocId) -> u64 {
+        bit(&self.candidates, doc)
+    }
+
+    /// Leaves `docs` out of [`CallerMask::candidate`] (not of [`CallerMask::allowed`]).
+    pub fn leave_out(&mut self, docs: &[DocId]) {
+        for &d in docs {
+            if let Some(w) = self.candidates.get_mut((d / 64) as usize) {
+                *w &= !(1 << (d % 64));
+            }
+        }
     }
 
     /// 1 when mask bit `s` is set, else 0.
@@ -119,11 +144,13 @@ impl PermissionTable {
         let mut caller = CallerMask {
             bits,
             docs: vec![0u64; self.single.len().div_ceil(64)],
+            candidates: Vec::new(),
         };
         for d in 0..self.single.len() {
             let bit = self.allowed(&caller, d as DocId);
             caller.docs[d / 64] |= bit << (d % 64);
         }
+        caller.candidates = caller.docs.clone();
         caller
     }
 
