@@ -137,7 +137,7 @@ impl Index {
         w.len(terms.len());
         terms.iter().for_each(|t| w.str(t));
         let mut words: Vec<(&str, u32)> = self.vocab.words().collect();
-        words.sort_unstable(); // the same index always writes the same bytes
+        words.sort_unstable(); // ascending: one canonical form, checked on load
         w.len(words.len());
         words.iter().for_each(|(word, _)| w.str(word));
         w.u32s(&words.iter().map(|&(_, id)| id).collect::<Vec<_>>());
@@ -300,6 +300,24 @@ mod tests {
         forged.extend_from_slice(&payload);
         let err = Index::from_bytes(&forged).unwrap_err().to_string();
         assert!(err.contains("cost summary"), "{err}");
+    }
+
+    /// The words are written in ascending order, the one form a loaded snapshot re-serialises
+    /// to byte for byte: a resealed file with two of them swapped is refused.
+    #[test]
+    fn a_resealed_snapshot_with_its_words_out_of_order_is_refused() {
+        let bytes = sample().to_bytes();
+        let mut payload = bytes[HEADER..].to_vec();
+        let find = |p: &[u8], w: &[u8]| p.windows(w.len()).rposition(|x| x == w).unwrap();
+        let (a, b) = (find(&payload, b"refund"), find(&payload, b"search"));
+        assert!(a < b, "the word list is sorted");
+        payload[a..a + 6].copy_from_slice(b"search");
+        payload[b..b + 6].copy_from_slice(b"refund");
+        let mut forged = bytes[..HEADER - 4].to_vec();
+        forged.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        forged.extend_from_slice(&payload);
+        let err = Index::from_bytes(&forged).unwrap_err().to_string();
+        assert!(err.contains("word list"), "{err}");
     }
 
     proptest! {

@@ -62,9 +62,12 @@ impl Vocab {
         self.words.iter().map(|(w, &id)| (w.as_str(), id))
     }
 
-    /// Remembers the terms of words (from a snapshot); `None` if an id is not a term's.
+    /// Remembers the terms of words (from a snapshot, which lists them in ascending order);
+    /// `None` if the words are not strictly ascending or an id is not a term's.
     pub fn with_words(mut self, words: Vec<String>, ids: Vec<TermId>) -> Option<Self> {
-        let ok = words.len() == ids.len() && ids.iter().all(|&id| (id as usize) < self.len());
+        let ok = words.len() == ids.len()
+            && words.windows(2).all(|w| w[0] < w[1])
+            && ids.iter().all(|&id| (id as usize) < self.len());
         if !ok {
             return None;
         }
