@@ -444,6 +444,8 @@ def _number(name: str, value: object) -> float:
 
 
 def _query(query: str | Query) -> list[tuple[str, float]]:
+    if type(query) is str:  # the common case, without building a Query
+        return [(query, 1.0)]
     return list(Query.of(query).parts)
 
 
