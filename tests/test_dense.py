@@ -83,6 +83,28 @@ def test_filtered_graph_search_returns_k_allowed_tools_like_brute_force() -> Non
             assert len(set(got.tolist()) & set(want.tolist())) >= 9
 
 
+def test_a_caller_allowed_far_away_tools_still_gets_k_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small k: the graph is searched without a filter, deep enough for the caller's share, and
+    # the allowed tools are kept. When the nearest tools are all forbidden, that comes up short
+    # and the search is repeated with the filter inside the graph; no forbidden tool comes out.
+    rng = np.random.default_rng(5)
+    near = rng.normal(size=(1000, 16)).astype(np.float32) * 0.05 + np.eye(16, dtype=np.float32)[0]
+    far = rng.normal(size=(1000, 16)).astype(np.float32) * 0.05 - np.eye(16, dtype=np.float32)[0]
+    vectors = np.vstack([near, far])
+    allowed = np.arange(2000) >= 1000  # only the far cluster
+    graph, exact = DenseIndex(vectors, exact_below=0), DenseIndex(vectors, exact_below=10**9)
+    calls: list[str] = []
+    filtered = DenseIndex._graph_search
+    monkeypatch.setattr(DenseIndex, "_graph_search", lambda self, *a: calls.append("filtered") or filtered(self, *a))
+    q = np.eye(16, dtype=np.float32)[0]
+    got, _ = graph.search(q, 10, allowed)
+    assert len(got) == 10 and allowed[got].all() and calls == ["filtered"]
+    calls.clear()
+    got, _ = graph.search(-q, 10, allowed)  # the allowed tools are the nearest: no second search
+    assert len(got) == 10 and allowed[got].all() and calls == []
+    assert len(set(got.tolist()) & set(exact.search(-q, 10, allowed)[0].tolist())) >= 9
+
+
 def test_nan_or_zero_vectors_are_refused_naming_the_tool() -> None:
     class Broken:
         def embed(self, texts: list[str]) -> np.ndarray:
