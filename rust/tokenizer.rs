@@ -139,11 +139,32 @@ impl Tokenizer {
             self.word = piece.iter().collect::<String>().to_lowercase(); // final sigma and all
         }
         let word = self.word.as_str();
-        if word.chars().nth(1).is_none() || STOP_WORDS.binary_search(&word).is_ok() {
+        if word.chars().nth(1).is_none() || is_stop_word(word) {
             return;
         }
         f(word, true);
     }
+}
+
+/// True for a word of [`STOP_WORDS`]: at most a couple of comparisons, against the stop words
+/// of the same length and first letter (this runs for every word of every indexed text).
+fn is_stop_word(word: &str) -> bool {
+    const LONGEST: usize = 16;
+    static BY_SHAPE: OnceLock<Vec<Vec<&'static str>>> = OnceLock::new();
+    let shape = |w: &str| match w.as_bytes() {
+        [first @ b'a'..=b'z', ..] if w.len() <= LONGEST => {
+            Some(w.len() * 26 + usize::from(first - b'a'))
+        }
+        _ => None,
+    };
+    let table = BY_SHAPE.get_or_init(|| {
+        let mut table = vec![Vec::new(); (LONGEST + 1) * 26];
+        for &w in STOP_WORDS {
+            table[shape(w).expect("stop words are short, lower-case ASCII")].push(w);
+        }
+        table
+    });
+    shape(word).is_some_and(|i| table[i].contains(&word))
 }
 
 /// True for characters of scripts written without spaces between words.
@@ -196,8 +217,14 @@ mod tests {
     }
 
     #[test]
-    fn stop_words_are_sorted_for_binary_search() {
+    fn stop_words_are_sorted_and_each_is_recognised() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(STOP_WORDS.iter().all(|w| is_stop_word(w)));
+        for w in [
+            "", "x", "order", "Ä", "ab", "thee", "theirs2", "aboutt", "été",
+        ] {
+            assert!(!is_stop_word(w), "{w}");
+        }
     }
 
     #[test]
