@@ -7,8 +7,6 @@
 //! tool never gets a score and is never ranked, counted toward the budget or returned. Corpus statistics (N, document
 //! frequencies, average field lengths) are those of the whole catalog.
 
-use std::collections::HashMap;
-
 use crate::bm25::{idf, Bm25Params, MAX_WEIGHT};
 use crate::budget::{pack, Packer, Packing};
 use crate::error::{Error, Result};
@@ -59,7 +57,9 @@ pub struct IndexBuilder {
     core: Vec<DocId>,
     perms: PermissionTable,
     tokenizer: Tokenizer,
-    seen: HashMap<TermId, usize>,
+    /// Per term, where in `counts` its entry for the field being added is (an older position,
+    /// or `usize::MAX`, when the field has not had the term yet).
+    seen: Vec<usize>,
 }
 
 impl IndexBuilder {
@@ -82,7 +82,7 @@ impl IndexBuilder {
             core: Vec::new(),
             perms: PermissionTable::default(),
             tokenizer: Tokenizer::default(),
-            seen: HashMap::new(),
+            seen: Vec::new(),
         })
     }
 
@@ -109,18 +109,22 @@ impl IndexBuilder {
             ..
         } = self;
         for (f, text) in doc.fields.iter().enumerate() {
-            seen.clear();
+            let start = counts.len(); // this field's entries begin here
             let mut len = 0f32;
             if params.fields[f].weight > 0.0 {
                 tokenizer.for_each_word(text, &mut |word, to_stem| {
-                    let term = vocab.intern_word(word, to_stem);
+                    let term = vocab.intern_word(word, to_stem) as usize;
                     len += 1.0;
-                    let next = counts.len();
-                    let at = *seen.entry(term).or_insert(next);
-                    if at == next {
-                        counts.push((term, f as u16, 0.0));
+                    if seen.len() <= term {
+                        seen.resize(term + 1, usize::MAX);
                     }
-                    counts[at].2 += 1.0;
+                    let at = seen[term];
+                    if at == usize::MAX || at < start {
+                        seen[term] = counts.len();
+                        counts.push((term as TermId, f as u16, 1.0));
+                    } else {
+                        counts[at].2 += 1.0;
+                    }
                 });
             }
             lens.push(len);
