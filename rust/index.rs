@@ -437,9 +437,9 @@ impl Index {
         // grow), so the ones of the pool it wants are the exact head of its own ranking: when
         // there are enough of them, it needs no scoring at all.
         let (mut pool, mut whole): (Vec<Hit>, bool) = (Vec::new(), false);
+        let mut first = true; // the first round wants every candidate
         while !packer.full() {
             let k = self.first_k(packer.remaining(), Some(packer.room()));
-            let first = limit == u64::MAX; // the first round wants every candidate
             let keep = |d: DocId| {
                 first || (u64::from(self.cost(d)) <= limit && examined.binary_search(&d).is_err())
             };
@@ -463,12 +463,12 @@ impl Index {
                 ranker.rank(keep, k)
             };
             whole = ranked.complete;
-            let (mut ranked, rest) = ranked.split(k);
+            let (ranked, rest) = ranked.split(k);
             pool = rest;
-            // A mask not made by `Index::caller` would rank core tools too: never twice.
-            ranked.retain(|h| !self.is_core[h.doc as usize]);
             for hit in &ranked {
-                if !packer.full() {
+                // A mask not made by `Index::caller` ranks core tools too: they are in already
+                // (and, examined, they are not ranked again).
+                if !packer.full() && !self.is_core[hit.doc as usize] {
                     packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
                 }
             }
@@ -477,6 +477,7 @@ impl Index {
             if ranked.len() < k {
                 break;
             }
+            first = false;
             limit = packer.remaining();
         }
         packer.finish()
@@ -632,6 +633,26 @@ pub(crate) mod tests {
             .search("search help center", &agent, 3)
             .iter()
             .any(|h| h.doc == 0));
+    }
+
+    /// Free tools and no budget: the budget never shrinks, and still every round ranks tools
+    /// not examined before, so the selection ends, with each tool once.
+    #[test]
+    fn free_tools_without_a_budget_are_selected_once_each() {
+        let idx = two_field_index((0..3).map(|_| ("tool", "shared word", "", false, 0)));
+        let everyone = idx.caller::<&str>(&[]);
+        assert_eq!(
+            idx.select("shared", &everyone, u64::MAX, Some(4)).selected,
+            [0, 1, 2]
+        );
+        assert_eq!(
+            idx.select("shared", &everyone, u64::MAX, None).selected,
+            [0, 1, 2]
+        );
+        assert_eq!(
+            idx.select("shared", &everyone, u64::MAX, Some(2)).selected,
+            [0, 1]
+        );
     }
 
     #[test]
@@ -927,8 +948,14 @@ pub(crate) mod tests {
                 let query = q.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
                 let want = exhaustive_select(&idx, query.as_str().into(), &caller, budget, cap);
                 let got = idx.select(query.as_str(), &caller, budget, cap);
-                prop_assert_eq!(got.selected, want.selected);
+                prop_assert_eq!(&got.selected, &want.selected);
                 prop_assert_eq!(got.used_tokens, want.used_tokens);
+                // a mask straight from the permission table (core tools not left out) selects
+                // the same tools
+                let raw = idx.perms.caller(callers[who]);
+                let again = idx.select(query.as_str(), &raw, budget, cap);
+                prop_assert_eq!(&again.selected, &want.selected);
+                prop_assert_eq!(again.used_tokens, want.used_tokens);
             }
         }
     }
