@@ -105,6 +105,19 @@ def test_a_caller_allowed_far_away_tools_still_gets_k_of_them(monkeypatch: pytes
     assert len(set(got.tolist()) & set(exact.search(-q, 10, allowed)[0].tolist())) >= 9
 
 
+def test_an_integer_mask_filters_like_a_boolean_one_and_a_wrong_shape_is_refused() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(3000, 16)).astype(np.float32)
+    graph = DenseIndex(vectors, exact_below=0)
+    allowed = rng.random(3000) < 0.5
+    for q in rng.normal(size=(5, 16)).astype(np.float32):
+        got, _ = graph.search(q, 10, allowed.astype(np.int64))
+        assert allowed[got].all() and len(set(got.tolist())) == 10
+        assert got.tolist() == graph.search(q, 10, allowed)[0].tolist()
+    with pytest.raises(InvalidParameterError):
+        graph.search(vectors[0], 10, allowed[:10])
+
+
 def test_nan_or_zero_vectors_are_refused_naming_the_tool() -> None:
     class Broken:
         def embed(self, texts: list[str]) -> np.ndarray:

@@ -140,6 +140,11 @@ class DenseIndex:
         q = unit_rows(query, "query vector")[0]
         if q.shape[0] != self.vectors.shape[1]:
             raise InvalidParameterError(f"query vector has {q.shape[0]} dimensions, the index {self.vectors.shape[1]}")
+        if allowed is not None:  # any truthy mask, as booleans (a 0/1 int array must not index)
+            allowed = np.asarray(allowed)
+            if allowed.shape != (len(self),):
+                raise InvalidParameterError(f"allowed mask has shape {allowed.shape}, not ({len(self)},)")
+            allowed = allowed.astype(bool, copy=False)
         n_allowed = len(self) if allowed is None else int(allowed.sum())
         k = min(k, n_allowed)
         if k <= 0:
