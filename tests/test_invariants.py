@@ -72,22 +72,27 @@ def test_a_remembered_caller_is_checked_again_and_only_works_on_its_own_index(su
         other._core.search([("refund", 1.0)], compiled, 5)
 
 
+class Liar(str):
+    """A permission that claims to equal (and hashes like) "guest", and never to start with anything."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return hash("guest")
+
+    def startswith(self, *args: object) -> bool:  # type: ignore[override]
+        return False
+
+
+def _admin_and_hello() -> ts.Index:
+    return ts.Index([ts.Tool("admin_delete", "delete everything", permissions="admin"), ts.Tool("hello", "say hello")])
+
+
 def test_a_str_subclass_cannot_poison_the_caller_caches() -> None:
     from toolsift.errors import InvalidParameterError
 
-    class Liar(str):
-        """Claims to equal (and hashes like) "guest", and never to start with anything."""
-
-        def __eq__(self, other: object) -> bool:
-            return True
-
-        def __hash__(self) -> int:
-            return hash("guest")
-
-        def startswith(self, *args: object) -> bool:  # type: ignore[override]
-            return False
-
-    idx = ts.Index([ts.Tool("admin_delete", "delete everything", permissions="admin"), ts.Tool("hello", "say hello")])
+    idx = _admin_and_hello()
     assert [h.tool.name for h in idx.search("delete everything", caller=[Liar("admin")])] == ["admin_delete"]
     assert [h.tool.name for h in idx.search("delete everything", caller=["guest"])] == []
     with pytest.raises(InvalidParameterError):
@@ -129,14 +134,7 @@ def test_callers_that_join_to_the_same_text_stay_apart() -> None:
 def test_a_tuple_or_frozenset_caller_is_remembered_by_identity_without_cross_talk() -> None:
     from toolsift.errors import InvalidParameterError
 
-    class Liar(str):
-        def __eq__(self, other: object) -> bool:
-            return True
-
-        def __hash__(self) -> int:
-            return hash("guest")
-
-    idx = ts.Index([ts.Tool("admin_delete", "delete everything", permissions="admin"), ts.Tool("hello", "say hello")])
+    idx = _admin_and_hello()
 
     def seen(caller: object) -> list[str]:
         return [h.tool.name for h in idx.search("delete everything hello", caller=caller)]  # type: ignore[arg-type]
