@@ -17,9 +17,17 @@ use crate::tokenizer::Tokenizer;
 use crate::topk::Hit;
 use crate::vocab::{TermId, Vocab};
 
-/// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). Each token
-/// counts with the weight of the piece it comes from, so older context can count less than the
-/// latest request. Pieces of weight 0 (or less, or NaN) are ignored; weights above
+/// A prefix term (see [`crate::tokenizer::prefix_term`]) found in more than this share of the
+/// catalog's tools, and in more than [`PREFIX_MIN_LIMIT`] tools, gets no postings.
+pub const PREFIX_MAX_SHARE: f64 = 0.1;
+
+/// Prefix terms in at most this many tools always keep their postings (a list that short costs
+/// a query next to nothing, and in a small catalog a prefix in a few tools is still evidence).
+pub const PREFIX_MIN_LIMIT: usize = 1000;
+
+/// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). A term counts
+/// once, with the largest weight of the pieces it occurs in, so older context can count less than
+/// the latest request and a word repeated in a long request does not outweigh the others. Pieces of weight 0 (or less, or NaN) are ignored; weights above
 /// [`MAX_WEIGHT`] count as [`MAX_WEIGHT`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query<'a>(pub Vec<(&'a str, f32)>);
@@ -108,13 +116,13 @@ impl IndexBuilder {
             seen,
             ..
         } = self;
+        let prefixes = params.prefix_weight > 0.0;
         for (f, text) in doc.fields.iter().enumerate() {
             let start = counts.len(); // this field's entries begin here
             let mut len = 0f32;
             if params.fields[f].weight > 0.0 {
-                tokenizer.for_each_word(text, &mut |word, to_stem| {
-                    let term = vocab.intern_word(word, to_stem) as usize;
-                    len += 1.0;
+                let mut count = |term: TermId| {
+                    let term = term as usize;
                     if seen.len() <= term {
                         seen.resize(term + 1, usize::MAX);
                     }
@@ -124,6 +132,14 @@ impl IndexBuilder {
                         counts.push((term as TermId, f as u16, 1.0));
                     } else {
                         counts[at].2 += 1.0;
+                    }
+                };
+                tokenizer.for_each_word(text, &mut |word, to_stem| {
+                    let terms = vocab.intern_word(word, to_stem, prefixes);
+                    len += 1.0; // a prefix term is not a word of its own
+                    count(terms.term);
+                    if let Some(prefix) = terms.prefix {
+                        count(prefix);
                     }
                 });
             }
@@ -147,6 +163,32 @@ impl IndexBuilder {
             .collect()
     }
 
+    /// Per term, true for a prefix term found in more than [`PREFIX_MAX_SHARE`] of the tools (and
+    /// more than [`PREFIX_MIN_LIMIT`]): such a prefix joins too many unrelated words to be much
+    /// evidence, and would cost every query that has it a long list, so it gets no postings.
+    fn common_prefixes(&self) -> Vec<bool> {
+        let mut df = vec![0usize; self.vocab.len()];
+        let mut last = vec![usize::MAX; self.vocab.len()];
+        let mut start = 0;
+        for (d, &end) in self.ends.iter().enumerate() {
+            for &(term, _, _) in &self.counts[start..end] {
+                let t = term as usize;
+                if last[t] != d {
+                    last[t] = d;
+                    df[t] += 1;
+                }
+            }
+            start = end;
+        }
+        let limit = (PREFIX_MAX_SHARE * self.ends.len() as f64).max(PREFIX_MIN_LIMIT as f64);
+        let terms = self.vocab.terms();
+        terms
+            .iter()
+            .zip(df)
+            .map(|(t, df)| t.starts_with('^') && df as f64 > limit)
+            .collect()
+    }
+
     /// Freezes the builder into an immutable index.
     pub fn build(self) -> Index {
         let nf = self.params.fields.len();
@@ -154,9 +196,14 @@ impl IndexBuilder {
         let mut acc = vec![0f32; self.vocab.len()];
         let mut order: Vec<TermId> = Vec::new();
         let mut postings = PostingsBuilder::default();
+        let unposted = self.common_prefixes();
+        let num_terms = self.vocab.len();
         let mut start = 0;
         for (d, &end) in self.ends.iter().enumerate() {
             for &(term, f, count) in &self.counts[start..end] {
+                if unposted[term as usize] {
+                    continue;
+                }
                 let f = usize::from(f);
                 let slot = &mut acc[term as usize];
                 if *slot == 0.0 {
@@ -175,7 +222,7 @@ impl IndexBuilder {
         Index::assemble(
             self.params,
             self.vocab,
-            postings.build(),
+            postings.build(num_terms),
             self.costs,
             self.core,
             self.perms,
@@ -285,7 +332,8 @@ impl Index {
         (doc as usize) < self.len() && caller.allowed(doc) == 1
     }
 
-    /// Query terms found in the dictionary, each with the summed weight of its occurrences, in
+    /// Query terms found in the dictionary, each with the largest weight among its occurrences
+    /// (a word's prefix term at that weight times `prefix_weight`), in
     /// canonical order: largest score bound first, ties by term id. Every path sums a tool's
     /// score in this order, so pruned and exhaustive scores agree to the bit.
     pub(crate) fn query_terms(&self, query: &Query<'_>) -> Vec<Term<'_>> {
@@ -298,13 +346,16 @@ impl Index {
                 continue;
             }
             let weight = weight.min(MAX_WEIGHT);
+            let prefix_weight = weight * self.params.prefix_weight;
             tokenizer.for_each_word(text, &mut |word, to_stem| {
-                let Some(id) = self.vocab.get_word(word, to_stem) else {
-                    return;
-                };
-                match found.iter_mut().find(|(x, _)| *x == id) {
-                    Some(e) => e.1 += weight,
-                    None => found.push((id, weight)),
+                let (term, prefix) = self.vocab.get_word(word, to_stem);
+                let prefix = prefix.filter(|_| prefix_weight > 0.0);
+                for (id, weight) in [(term, weight), (prefix, prefix_weight)] {
+                    let Some(id) = id else { continue };
+                    match found.iter_mut().find(|(x, _)| *x == id) {
+                        Some(e) => e.1 = e.1.max(weight),
+                        None => found.push((id, weight)),
+                    }
                 }
             });
         }
@@ -312,6 +363,9 @@ impl Index {
             .into_iter()
             .filter_map(|(id, qtf)| {
                 let list = self.postings.list(id);
+                if list.is_empty() {
+                    return None; // a common prefix term without postings
+                }
                 let weight = qtf.min(MAX_WEIGHT) * idf(self.len(), list.len());
                 if weight <= 0.0 {
                     return None; // so small that the idf product rounds to 0: matches nothing
@@ -525,7 +579,7 @@ impl Index {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::bm25::FieldParams;
+    use crate::bm25::{FieldParams, DEFAULT_PREFIX_WEIGHT};
 
     /// An index of `(name, description, permission or "", core, cost)` tools: name weight 2,
     /// description weight 1, b = 0.75 for both.
@@ -536,6 +590,7 @@ pub(crate) mod tests {
         let mut b = IndexBuilder::new(Bm25Params {
             k1: 1.2,
             fields: vec![field(2.0), field(1.0)],
+            ..Bm25Params::default()
         })
         .unwrap();
         for (name, desc, perm, core, cost_tokens) in tools {
@@ -676,6 +731,121 @@ pub(crate) mod tests {
         );
     }
 
+    /// Twelve public tools, one of them about multiplying; prefix terms at `prefix_weight`.
+    fn arithmetic(prefix_weight: f32) -> Index {
+        let tools = [
+            ("multiply", "Multiplies two integers"),
+            ("add", "Adds two integers"),
+            ("send_email", "Send an email to a user"),
+            ("list_users", "List the users of a team"),
+            ("create_invoice", "Create an invoice for an order"),
+            ("weather", "Current weather for a city"),
+            ("translate", "Translate text between languages"),
+            ("resize_image", "Resize an image to a width and height"),
+            ("book_flight", "Book a flight between two airports"),
+            ("play_song", "Play a song by title"),
+            ("stock_quote", "Latest quote for a stock ticker"),
+            ("timer", "Start a countdown timer"),
+        ];
+        let mut b = IndexBuilder::new(Bm25Params {
+            k1: 1.2,
+            fields: vec![
+                FieldParams {
+                    weight: 2.0,
+                    b: 0.75,
+                },
+                FieldParams {
+                    weight: 1.0,
+                    b: 0.75,
+                },
+            ],
+            prefix_weight,
+        })
+        .unwrap();
+        for (name, desc) in tools {
+            b.add(&DocInput {
+                fields: &[name, desc],
+                perms: &[],
+                cost_tokens: 10,
+                core: false,
+            })
+            .unwrap();
+        }
+        b.build()
+    }
+
+    #[test]
+    fn a_derivation_the_stemmer_misses_matches_through_its_prefix() {
+        // "multiplication" stems to multipl, "multiply" to multipli: only their prefix meets
+        let with = arithmetic(DEFAULT_PREFIX_WEIGHT);
+        let anyone = with.caller::<&str>(&[]);
+        let hits = with.search("multiplication of 3 and 2", &anyone, 3);
+        assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), [0]);
+        let without = arithmetic(0.0);
+        assert!(without
+            .search("multiplication of 3 and 2", &anyone, 3)
+            .is_empty());
+        // the word itself still ranks above a mere shared prefix, and the prefix never lengthens
+        // a field: a query without prefix terms scores the same either way
+        let exact = with.search("multiply", &anyone, 1)[0].score;
+        let derived = with.search("multiplication", &anyone, 1)[0].score;
+        assert!(exact > derived);
+        assert_eq!(
+            with.search("add two", &anyone, 5),
+            without.search("add two", &anyone, 5)
+        );
+        assert!(without.num_terms() < with.num_terms());
+    }
+
+    #[test]
+    fn a_prefix_in_more_than_a_tenth_of_a_large_catalog_has_no_postings() {
+        // 12,000 tools: "integers" in 1,200 (> 10 % and > PREFIX_MIN_LIMIT), "multiplies" in
+        // 1,000; "^inte" gets no postings, "^mult" keeps them, and so does "^inte" in a
+        // 12-tool catalog (1 of 12: over the share, under the minimum)
+        let mut b = IndexBuilder::new(Bm25Params::default()).unwrap();
+        for i in 0..12_000 {
+            let text = match i % 12 {
+                0 => "multiplies integers",
+                1 => "adds integers",
+                2 => "sends email",
+                _ => "lists users",
+            };
+            let doc = DocInput {
+                fields: &[text],
+                perms: &[],
+                cost_tokens: 10,
+                core: false,
+            };
+            b.add(&doc).unwrap();
+        }
+        let idx = b.build();
+        let anyone = idx.caller::<&str>(&[]);
+        assert!(idx.search("integral", &anyone, 5).is_empty());
+        assert_eq!(idx.search("multiplier", &anyone, 5000).len(), 1000);
+        let prefix = |idx: &Index, p: &str| idx.postings.list(idx.vocab.get(p).unwrap()).len();
+        assert_eq!((prefix(&idx, "^inte"), prefix(&idx, "^mult")), (0, 1000));
+        let small = arithmetic(1.0);
+        assert_eq!(prefix(&small, "^inte"), 2);
+        let anyone = small.caller::<&str>(&[]);
+        assert_eq!(small.search("integral", &anyone, 5).len(), 2);
+    }
+
+    #[test]
+    fn a_repeated_query_word_counts_once() {
+        let idx = support();
+        let agent = idx.caller(&["billing.refund"]);
+        assert_eq!(
+            idx.search("refund refund refund the customer", &agent, 5),
+            idx.search("refund the customer", &agent, 5)
+        );
+        // across pieces, a term counts with its largest weight
+        let pieces = Query(vec![("refund customer", 1.0), ("refund", 0.5)]);
+        assert_eq!(
+            idx.search(pieces, &agent, 5),
+            idx.search("refund customer", &agent, 5)
+        );
+    }
+
     #[test]
     fn packing_an_external_ranking_rechecks_permissions() {
         let idx = support();
@@ -704,6 +874,7 @@ pub(crate) mod tests {
                 weight: f32::NAN,
                 b: 0.5,
             }],
+            ..Bm25Params::default()
         };
         assert!(matches!(
             IndexBuilder::new(nan),

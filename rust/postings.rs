@@ -46,8 +46,12 @@ impl PostingsBuilder {
         self.lists[t].push((doc, impact));
     }
 
-    /// Flattens the lists into [`Postings`].
-    pub fn build(self) -> Postings {
+    /// Flattens the lists into [`Postings`] for `num_terms` terms (those never pushed have
+    /// empty lists).
+    pub fn build(mut self, num_terms: usize) -> Postings {
+        if self.lists.len() < num_terms {
+            self.lists.resize_with(num_terms, Vec::new);
+        }
         let total = self.lists.iter().map(Vec::len).sum();
         let mut p = Postings {
             offsets: Vec::with_capacity(self.lists.len() + 1),
@@ -165,7 +169,7 @@ mod tests {
         b.push(1, 0, 2.0);
         b.push(0, 0, 1.0);
         b.push(1, 3, 1.5);
-        let p = b.build();
+        let p = b.build(0);
         assert_eq!(p.list(0).docs, [0]);
         assert_eq!(p.list(1).docs, [0, 3]);
         assert_eq!(p.list(1).impacts, [2.0, 1.5]);

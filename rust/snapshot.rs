@@ -18,7 +18,7 @@ use crate::vocab::Vocab;
 /// First bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"TSIFTIDX";
 /// Version of the layout this build writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const HEADER: usize = 8 + 4 + 8 + 4;
 
 fn bad(reason: impl Into<String>) -> Error {
@@ -128,6 +128,7 @@ impl Index {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::default();
         w.f32(self.params.k1);
+        w.f32(self.params.prefix_weight);
         w.len(self.params.fields.len());
         self.params.fields.iter().for_each(|f| {
             w.f32(f.weight);
@@ -193,7 +194,7 @@ impl Index {
 }
 
 fn decode(r: &mut Reader<'_>) -> Result<Index> {
-    let k1 = r.f32()?;
+    let (k1, prefix_weight) = (r.f32()?, r.f32()?);
     let nf = r.len(8)?;
     let fields = (0..nf)
         .map(|_| {
@@ -203,14 +204,18 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let params = Bm25Params { k1, fields };
+    let params = Bm25Params {
+        k1,
+        fields,
+        prefix_weight,
+    };
     params
         .validate()
         .map_err(|e| bad(format!("parameters: {e}")))?;
     let vocab = Vocab::from_terms(r.strs()?).ok_or_else(|| bad("repeated term"))?;
     let (words, ids) = (r.strs()?, r.u32s()?);
     let vocab = vocab
-        .with_words(words, ids)
+        .with_words(words, ids, params.prefix_weight > 0.0)
         .ok_or_else(|| bad("malformed word list"))?;
     let (offsets, docs, impacts, max_impacts) = (r.usizes()?, r.u32s()?, r.f32s()?, r.f32s()?);
     let costs = r.u32s()?;
@@ -242,6 +247,7 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::{DocInput, IndexBuilder};
     use proptest::prelude::*;
 
     fn sample() -> Index {
@@ -268,6 +274,25 @@ mod tests {
             );
         }
         assert_eq!(back.to_bytes(), idx.to_bytes());
+        // an index without prefix terms loads without them
+        let mut b = IndexBuilder::new(Bm25Params {
+            prefix_weight: 0.0,
+            ..Bm25Params::default()
+        })
+        .unwrap();
+        let doc = DocInput {
+            fields: &["multiply: Multiplies numbers"],
+            perms: &[],
+            cost_tokens: 5,
+            core: false,
+        };
+        b.add(&doc).unwrap();
+        let plain = b.build();
+        let back = Index::from_bytes(&plain.to_bytes()).unwrap();
+        assert_eq!(back.num_terms(), plain.num_terms());
+        assert_eq!(back.to_bytes(), plain.to_bytes());
+        let anyone = back.caller::<&str>(&[]);
+        assert!(back.search("multiplication", &anyone, 5).is_empty());
     }
 
     #[test]

@@ -343,11 +343,12 @@ mod tests {
     #[test]
     fn common_lists_are_probed_not_walked_and_the_ranking_stays_exact() {
         use crate::index::tests::two_field_index;
-        // "rare" in 3 tools, "common" in all 200: the best 2 are known after the rare list.
+        // "rare" in 3 tools, "ping" in all 200: the best 2 are known after the rare list (both
+        // words are too short for prefix terms).
         let docs: Vec<(String, String)> = (0..200)
             .map(|i| {
                 let rare = if i % 70 == 5 { " rare" } else { "" };
-                (format!("tool{i}"), format!("common thing{}{rare}", i % 7))
+                (format!("tool{i}"), format!("ping thing{}{rare}", i % 7))
             })
             .collect();
         let idx = two_field_index(
@@ -355,11 +356,11 @@ mod tests {
                 .map(|(n, d)| (n.as_str(), d.as_str(), "", false, 10)),
         );
         let caller = idx.caller::<&str>(&[]);
-        let terms = idx.query_terms(&"rare common".into());
+        let terms = idx.query_terms(&"rare ping".into());
         assert_eq!(terms.len(), 2);
         let ranked = rank(&terms, idx.len(), |d| caller.allowed(d), |_| true, 2);
         assert!(!ranked.complete, "the common list should have been probed");
-        let mut all = idx.score("rare common", &caller);
+        let mut all = idx.score("rare ping", &caller);
         crate::topk::rank(&mut all);
         let n = ranked.hits.len();
         assert!(n >= 2 && n < all.len());

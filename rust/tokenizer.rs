@@ -146,6 +146,21 @@ impl Tokenizer {
     }
 }
 
+/// Number of leading characters a word keeps in its prefix term (see [`prefix_term`]).
+pub const PREFIX_LEN: usize = 4;
+
+/// The prefix term of a normalised word: `^` and its first [`PREFIX_LEN`] characters, for an
+/// alphabetic word longer than that (`multiplication` and `multiply` → `^mult`). Stemming misses
+/// derivations (`multipl` ≠ `multipli`, `creation` ≠ `creat`); a prefix term, at a lower query
+/// weight, lets such variants still meet. `^` never occurs in a word, so prefix terms cannot
+/// collide with word terms.
+pub fn prefix_term(word: &str) -> Option<String> {
+    let mut chars = word.chars();
+    let head: String = chars.by_ref().take(PREFIX_LEN).collect();
+    let longer = chars.next().is_some();
+    (longer && word.chars().all(|c| c.is_alphabetic() && !is_cjk(c))).then(|| format!("^{head}"))
+}
+
 /// True for a word of [`STOP_WORDS`]: at most a couple of comparisons, against the stop words
 /// of the same length and first letter (this runs for every word of every indexed text).
 fn is_stop_word(word: &str) -> bool {
@@ -261,6 +276,18 @@ mod tests {
         assert_eq!(t("orders ordering ordered"), ["order", "order", "order"]);
         assert_eq!(t("policies policy"), ["polici", "polici"]);
         assert_eq!(t("running runs"), ["run", "run"]);
+    }
+
+    #[test]
+    fn long_alphabetic_words_have_a_four_letter_prefix_term() {
+        assert_eq!(prefix_term("multiplication").as_deref(), Some("^mult"));
+        assert_eq!(prefix_term("multiply"), prefix_term("multiplication"));
+        assert_eq!(prefix_term("résumé").as_deref(), Some("^résu"));
+        // four letters or fewer, digits, CJK: none
+        for word in ["list", "ec2", "s3bucket", "20230405", "天气预报表", "ab"] {
+            assert_eq!(prefix_term(word), None, "{word}");
+        }
+        assert!(!t("multiplication").iter().any(|w| w.starts_with('^')));
     }
 
     #[test]

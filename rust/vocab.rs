@@ -1,10 +1,21 @@
 //! Term dictionary: maps each distinct token to a dense [`TermId`], and remembers which term each
 //! normalised word of the catalog became, so that a query word seen in the catalog is found with
-//! one lookup instead of being stemmed again.
+//! one lookup instead of being stemmed again. A word can also have a prefix term
+//! ([`prefix_term`]), remembered with it.
 
 use std::collections::HashMap;
 
-use crate::tokenizer::stem;
+use crate::tokenizer::{prefix_term, stem};
+
+/// The terms of one normalised word: its own (stemmed) term and, for a long alphabetic word,
+/// its prefix term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WordTerms {
+    /// The word's term.
+    pub term: TermId,
+    /// Its prefix term, if it has one.
+    pub prefix: Option<TermId>,
+}
 
 /// Dense id of a term, an index into the postings.
 pub type TermId = u32;
@@ -13,7 +24,7 @@ pub type TermId = u32;
 #[derive(Debug, Default, Clone)]
 pub struct Vocab {
     ids: HashMap<String, TermId>,
-    words: HashMap<String, TermId>,
+    words: HashMap<String, WordTerms>,
 }
 
 impl Vocab {
@@ -32,46 +43,68 @@ impl Vocab {
         self.ids.get(term).copied()
     }
 
-    /// Id of the term of a normalised word (stemmed first when `to_stem`, as the tokenizer
-    /// says), adding it when new; the word is remembered.
-    pub fn intern_word(&mut self, word: &str, to_stem: bool) -> TermId {
-        if let Some(&id) = self.words.get(word) {
-            return id;
+    /// The terms of a normalised word (stemmed first when `to_stem`, as the tokenizer says; a
+    /// prefix term only with `prefixes`), adding them when new; the word is remembered.
+    pub fn intern_word(&mut self, word: &str, to_stem: bool, prefixes: bool) -> WordTerms {
+        if let Some(&terms) = self.words.get(word) {
+            return terms;
         }
-        let id = if to_stem {
+        let term = if to_stem {
             self.intern(&stem(word))
         } else {
             self.intern(word)
         };
-        self.words.insert(word.to_owned(), id);
-        id
+        let prefix = prefix_term(word)
+            .filter(|_| prefixes)
+            .map(|p| self.intern(&p));
+        let terms = WordTerms { term, prefix };
+        self.words.insert(word.to_owned(), terms);
+        terms
     }
 
-    /// Id of the term of a normalised word if that term occurs in the catalog: what
-    /// [`Vocab::intern_word`] gave it, without stemming when the catalog had the same word.
-    pub fn get_word(&self, word: &str, to_stem: bool) -> Option<TermId> {
-        match self.words.get(word) {
-            Some(&id) => Some(id),
-            None if to_stem => self.get(&stem(word)),
-            None => self.get(word),
+    /// The terms of a normalised word that occur in the catalog: what [`Vocab::intern_word`]
+    /// gave it, without stemming when the catalog had the same word.
+    pub fn get_word(&self, word: &str, to_stem: bool) -> (Option<TermId>, Option<TermId>) {
+        if let Some(t) = self.words.get(word) {
+            return (Some(t.term), t.prefix);
         }
+        let term = if to_stem {
+            self.get(&stem(word))
+        } else {
+            self.get(word)
+        };
+        (term, prefix_term(word).and_then(|p| self.get(&p)))
     }
 
-    /// Every remembered word with its term, for snapshots.
+    /// Every remembered word with its term, for snapshots (prefix terms follow from the words).
     pub fn words(&self) -> impl Iterator<Item = (&str, TermId)> {
-        self.words.iter().map(|(w, &id)| (w.as_str(), id))
+        self.words.iter().map(|(w, t)| (w.as_str(), t.term))
     }
 
-    /// Remembers the terms of words (from a snapshot, which lists them in ascending order);
-    /// `None` if the words are not strictly ascending or an id is not a term's.
-    pub fn with_words(mut self, words: Vec<String>, ids: Vec<TermId>) -> Option<Self> {
+    /// Remembers the terms of words (from a snapshot, which lists them in ascending order), and
+    /// their prefix terms when the index has them (`prefixes`); `None` if the words are not
+    /// strictly ascending, an id is not a term's or a word's prefix term is missing.
+    pub fn with_words(
+        mut self,
+        words: Vec<String>,
+        ids: Vec<TermId>,
+        prefixes: bool,
+    ) -> Option<Self> {
         let ok = words.len() == ids.len()
             && words.windows(2).all(|w| w[0] < w[1])
             && ids.iter().all(|&id| (id as usize) < self.len());
         if !ok {
             return None;
         }
-        self.words = words.into_iter().zip(ids).collect();
+        let mut map = HashMap::with_capacity(words.len());
+        for (word, term) in words.into_iter().zip(ids) {
+            let prefix = match prefix_term(&word).filter(|_| prefixes) {
+                Some(p) => Some(self.get(&p)?),
+                None => None,
+            };
+            map.insert(word, WordTerms { term, prefix });
+        }
+        self.words = map;
         Some(self)
     }
 
@@ -127,13 +160,21 @@ mod tests {
     #[test]
     fn a_word_finds_the_term_it_was_stemmed_to() {
         let mut v = Vocab::default();
-        let id = v.intern_word("policies", true);
-        assert_eq!(v.get("polici"), Some(id));
-        assert_eq!(v.get_word("policies", true), Some(id));
-        // a word the catalog never had is stemmed on the way in
-        assert_eq!(v.get_word("policy", true), Some(id));
-        assert_eq!(v.get_word("policy", false), None);
-        let cjk = v.intern_word("注文", false);
-        assert_eq!(v.get_word("注文", false), Some(cjk));
+        let WordTerms { term, prefix } = v.intern_word("policies", true, true);
+        assert_eq!(v.get("polici"), Some(term));
+        assert_eq!(v.get("^poli"), prefix);
+        assert!(prefix.is_some());
+        assert_eq!(v.get_word("policies", true), (Some(term), prefix));
+        // a word the catalog never had is stemmed on the way in; its prefix term is found too
+        assert_eq!(v.get_word("policy", true), (Some(term), prefix));
+        assert_eq!(v.get_word("policy", false), (None, prefix));
+        assert_eq!(v.get_word("politics", true), (None, prefix));
+        let cjk = v.intern_word("注文", false, true);
+        assert_eq!(cjk.prefix, None);
+        assert_eq!(v.get_word("注文", false), (Some(cjk.term), None));
+        // without prefixes, a word has its own term only
+        let mut plain = Vocab::default();
+        let t = plain.intern_word("multiplication", true, false);
+        assert_eq!((t.prefix, plain.len()), (None, 1));
     }
 }

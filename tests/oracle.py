@@ -131,11 +131,32 @@ def _words(seg: str) -> list[str]:
     for a, b in itertools.pairwise(cuts):
         w = seg[a:b].lower()
         if len(w) >= 2 and w not in STOP:
-            out.append(stem(w))
+            out.append(w)
     return out
 
 
+def prefix(word: str) -> str | None:
+    """The prefix term of a word: ``^`` and its first four letters, for a longer alphabetic word."""
+    return "^" + word[:4] if len(word) > 4 and all(c.isalpha() and not is_cjk(c) for c in word) else None
+
+
 def tokenize(text: str) -> list[str]:
+    return [stem(w) if to_stem else w for w, to_stem in words(text)]
+
+
+def terms(text: str) -> list[tuple[str, bool]]:
+    """``(term, is_prefix)`` of each word of ``text``: its term, then its prefix term if any."""
+    out = []
+    for w, to_stem in words(text):
+        out.append((stem(w) if to_stem else w, False))
+        p = prefix(w)
+        if p is not None:
+            out.append((p, True))
+    return out
+
+
+def words(text: str) -> list[tuple[str, bool]]:
+    """Normalised words of ``text`` with whether each is stemmed (CJK bigrams are not)."""
     folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.category(c).startswith("M"))
     runs, cur = [], ""
     for c in folded:
@@ -146,7 +167,7 @@ def tokenize(text: str) -> list[str]:
             cur = ""
     if cur:
         runs.append(cur)
-    out: list[str] = []
+    out: list[tuple[str, bool]] = []
     for run in runs:
         i = 0
         while i < len(run):
@@ -155,9 +176,9 @@ def tokenize(text: str) -> list[str]:
                 j += 1
             seg = run[i:j]
             if is_cjk(seg[0]):
-                out += [seg] if len(seg) == 1 else [seg[k : k + 2] for k in range(len(seg) - 1)]
+                out += [(b, False) for b in ([seg] if len(seg) == 1 else [seg[k : k + 2] for k in range(len(seg) - 1)])]
             else:
-                out += _words(seg)
+                out += [(w, True) for w in _words(seg)]
             i = j
     return out
 
@@ -170,21 +191,40 @@ class Doc:
     core: bool
 
 
+PREFIX_MAX_SHARE, PREFIX_MIN_LIMIT = 0.1, 1000  # prefix terms in more tools than both get no postings
+
+
 class Oracle:
-    def __init__(self, docs: Sequence[Doc], weights: Sequence[float], bs: Sequence[float], k1: float) -> None:
-        self.docs, self.k1 = list(docs), k1
-        toks = [[tokenize(text) if w > 0 else [] for text, w in zip(d.fields, weights, strict=True)] for d in docs]
+    def __init__(
+        self, docs: Sequence[Doc], weights: Sequence[float], bs: Sequence[float], k1: float, prefix_weight: float
+    ) -> None:
+        self.docs, self.k1, self.prefix_weight = list(docs), k1, prefix_weight
+        toks = [[terms(text) if w > 0 else [] for text, w in zip(d.fields, weights, strict=True)] for d in docs]
+        if prefix_weight == 0:
+            toks = [[[t for t in field if not t[1]] for field in doc] for doc in toks]
         n = max(len(docs), 1)
-        avg = [sum(len(t[f]) for t in toks) / n for f in range(len(weights))]
+        # a field's length counts its words, not their prefix terms
+        lens = [[sum(not is_prefix for _, is_prefix in field) for field in doc] for doc in toks]
+        avg = [sum(doc[f] for doc in lens) / n for f in range(len(weights))]
         self.tf: list[dict[str, float]] = []
-        for fields in toks:
+        for fields, doc_lens in zip(toks, lens, strict=True):
             tf: dict[str, float] = {}
-            for f, words in enumerate(fields):
-                norm = 1 - bs[f] + bs[f] * (len(words) / avg[f] if avg[f] else 0)
-                for term, count in Counter(words).items():
+            for f, field in enumerate(fields):
+                norm = 1 - bs[f] + bs[f] * (doc_lens[f] / avg[f] if avg[f] else 0)
+                for term, count in Counter(t for t, _ in field).items():
                     tf[term] = tf.get(term, 0.0) + weights[f] * count / norm
             self.tf.append(tf)
         self.df: Counter[str] = Counter(t for tf in self.tf for t in tf)
+        common = {
+            t
+            for t, df in self.df.items()
+            if t.startswith("^") and df > max(PREFIX_MAX_SHARE * len(docs), PREFIX_MIN_LIMIT)
+        }
+        for tf in self.tf:
+            for t in common & tf.keys():
+                del tf[t]
+        for t in common:
+            del self.df[t]
 
     def allowed(self, i: int, caller: set[str]) -> bool:
         return self.docs[i].perms <= caller
@@ -192,13 +232,18 @@ class Oracle:
     def scores(self, query: str, caller: set[str]) -> dict[int, float]:
         n = len(self.docs)
         out: dict[int, float] = {}
-        for t in tokenize(query):
+        weights: dict[str, float] = {}  # a term counts once, at its largest weight
+        for t, is_prefix in terms(query):
+            w = self.prefix_weight if is_prefix else 1.0
+            if w > 0:
+                weights[t] = max(weights.get(t, 0.0), w)
+        for t, w in weights.items():
             if t not in self.df:
                 continue
             idf = math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5))
             for i, tf in enumerate(self.tf):
                 if t in tf and self.allowed(i, caller):
-                    out[i] = out.get(i, 0.0) + idf * tf[t] * (self.k1 + 1) / (tf[t] + self.k1)
+                    out[i] = out.get(i, 0.0) + w * idf * tf[t] * (self.k1 + 1) / (tf[t] + self.k1)
         return out
 
     def ranked(self, query: str, caller: set[str]) -> list[tuple[int, float]]:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import toolsift as ts
 from oracle import Doc, Oracle, tokenize
+from toolsift._core import DEFAULT_PREFIX_WEIGHT
 from toolsift.text import field_params, tool_fields
 
 WORDS = [
@@ -44,6 +45,12 @@ WORDS = [
     "ﬁle",
     "ＡＢＣ",
     "running",
+    "multiply",
+    "multiplication",
+    "creation",
+    "create",
+    "summary",
+    "summarize",
 ]
 PERMS = ["a", "b", "c", "d"]
 
@@ -60,14 +67,17 @@ catalogs = st.lists(tool, min_size=1, max_size=25)
 callers = st.sets(st.sampled_from(PERMS))
 
 
-def build(specs: list[tuple[str, str, set[str], bool, int]]) -> tuple[ts.Index, Oracle]:
+prefix_weights = st.sampled_from([0.0, DEFAULT_PREFIX_WEIGHT, 1.0])
+
+
+def build(specs: list[tuple[str, str, set[str], bool, int]], prefix_weight: float) -> tuple[ts.Index, Oracle]:
     tools = [
         ts.Tool(f"tool_{i}", desc, permissions=sorted(perms), core=core, cost_tokens=cost, search_text=extra)
         for i, (desc, extra, perms, core, cost) in enumerate(specs)
     ]
     weights, bs = field_params(None, None)
     docs = [Doc(tool_fields(t), frozenset(t.permissions), t.cost_tokens or 0, t.core) for t in tools]
-    return ts.Index(tools), Oracle(docs, weights, bs, k1=0.9)
+    return ts.Index(tools, prefix_weight=prefix_weight), Oracle(docs, weights, bs, 0.9, prefix_weight)
 
 
 def well_separated(scores: dict[int, float]) -> bool:
@@ -88,9 +98,9 @@ def test_tokenizer_matches_the_oracle_on_any_text(s: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(catalogs, text, callers, st.integers(0, 30))
-def test_search_equals_the_oracle(specs: list, query: str, caller: set[str], k: int) -> None:
-    idx, oracle = build(specs)
+@given(catalogs, text, callers, st.integers(0, 30), prefix_weights)
+def test_search_equals_the_oracle(specs: list, query: str, caller: set[str], k: int, prefix_weight: float) -> None:
+    idx, oracle = build(specs, prefix_weight)
     assume(well_separated(oracle.scores(query, caller)))
     got = [(h.position, h.score) for h in idx.search(query, k=k, caller=caller)]
     want = oracle.search(query, caller, k)
@@ -99,9 +109,11 @@ def test_search_equals_the_oracle(specs: list, query: str, caller: set[str], k: 
 
 
 @settings(max_examples=300, deadline=None)
-@given(catalogs, text, callers, st.integers(0, 400), st.none() | st.integers(0, 5))
-def test_select_equals_the_oracle(specs: list, query: str, caller: set[str], budget: int, k: int | None) -> None:
-    idx, oracle = build(specs)
+@given(catalogs, text, callers, st.integers(0, 400), st.none() | st.integers(0, 5), prefix_weights)
+def test_select_equals_the_oracle(
+    specs: list, query: str, caller: set[str], budget: int, k: int | None, prefix_weight: float
+) -> None:
+    idx, oracle = build(specs, prefix_weight)
     assume(well_separated(oracle.scores(query, caller)))
     sel = idx.select(query, caller, budget, k=k)
     assert list(sel) == oracle.select(query, caller, budget, k)

@@ -32,6 +32,18 @@ def test_a_saved_index_loads_and_answers_byte_identically(support: ts.Index, tmp
     assert [t.name for t in loaded._tools] == support.names
 
 
+@pytest.mark.parametrize("statistics", ["shared", "caller"])
+def test_a_loaded_index_keeps_its_prefix_weight(tmp_path: Path, statistics: str) -> None:
+    tools = [ts.Tool("multiply", "Multiplies two integers"), ts.Tool("add", "Adds two integers")]
+    for weight in (0.0, 0.25, 1.0):
+        built = ts.Index(tools, prefix_weight=weight, statistics=statistics)
+        built.save(tmp_path / "i.tsidx")
+        loaded = ts.Index.load(tmp_path / "i.tsidx")
+        want = [(h.tool.name, h.score) for h in built.search("multiplication of integers")]
+        assert [(h.tool.name, h.score) for h in loaded.search("multiplication of integers")] == want
+        assert [h.tool.name for h in loaded.search("multiplication")] == ([] if weight == 0 else ["multiply"])
+
+
 def test_saving_replaces_the_file_atomically_and_leaves_no_temporary_files(support: ts.Index, tmp_path: Path) -> None:
     path = tmp_path / "idx.tsidx"
     path.write_bytes(b"old contents")

@@ -47,3 +47,34 @@ def test_per_field_b_and_bad_field_options_are_validated() -> None:
     for bad in ({"description": 1.5}, {"nope": 0.5}, 2.0):
         with pytest.raises(InvalidParameterError):
             ts.Index(tools, b=bad)  # type: ignore[arg-type]
+
+
+CALCULATOR = [
+    ts.Tool("multiply", "Multiplies two integers and returns the product."),
+    ts.Tool("add", "Adds two integers."),
+    ts.Tool("summary_stats", "Mean, median and spread of a list of numbers."),
+    ts.Tool("create_chart", "Draw a bar chart of values."),
+]
+
+
+def test_derivations_the_stemmer_keeps_apart_meet_through_their_prefix() -> None:
+    idx = ts.Index(CALCULATOR)
+    # multiplication -> multipl, multiply -> multipli; summarize -> summar, summary -> summari
+    assert [h.tool.name for h in idx.search("what is the multiplication of 3 and 2")] == ["multiply"]
+    assert idx.search("summarize these numbers")[0].tool.name == "summary_stats"
+    words_only = ts.Index(CALCULATOR, prefix_weight=0)
+    assert words_only.search("what is the multiplication of 3 and 2") == []
+    # the word itself still counts more than a shared prefix
+    assert idx.search("multiply")[0].score > idx.search("multiplication")[0].score
+
+
+def test_a_word_repeated_in_a_request_counts_once() -> None:
+    idx = ts.Index(CALCULATOR)
+    once = [(h.tool.name, h.score) for h in idx.search("add the numbers")]
+    assert [(h.tool.name, h.score) for h in idx.search("add add add the numbers, add them")] == once
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), True, "0.4", 2e6])
+def test_bad_prefix_weights_are_refused(bad: object) -> None:
+    with pytest.raises(InvalidParameterError, match="prefix_weight"):
+        ts.Index(CALCULATOR, prefix_weight=bad)  # type: ignore[arg-type]

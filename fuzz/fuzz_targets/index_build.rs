@@ -85,8 +85,13 @@ impl Text {
 enum Params {
     /// `Bm25Params::default()`, the configuration the brief asks for.
     Default,
-    /// In-domain BM25F parameters with 1–4 fields: k1 = a/32, weight = w/32, b = b/255.
-    Fields { k1: u8, fields: Vec<(u8, u8)> },
+    /// In-domain BM25F parameters with 1–4 fields: k1 = a/32, weight = w/32, b = b/255,
+    /// prefix weight = p/64 (0 builds no prefix terms).
+    Fields {
+        k1: u8,
+        fields: Vec<(u8, u8)>,
+        prefix: u8,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -130,7 +135,7 @@ impl Weight {
 struct Input {
     params: Params,
     /// Out-of-domain parameters: `IndexBuilder::new` must refuse them iff `validate` does.
-    raw_params: Option<(f32, f32, f32)>,
+    raw_params: Option<(f32, f32, f32, f32)>,
     tools: Vec<Tool>,
     query: Vec<(Piece, Weight)>,
     caller: Vec<Perm>,
@@ -157,7 +162,7 @@ fn perm(p: &Perm) -> &str {
 fn params(p: &Params) -> Bm25Params {
     match p {
         Params::Default => Bm25Params::default(),
-        Params::Fields { k1, fields } => {
+        Params::Fields { k1, fields, prefix } => {
             let mut fields: Vec<FieldParams> = fields
                 .iter()
                 .take(4)
@@ -175,6 +180,7 @@ fn params(p: &Params) -> Bm25Params {
             Bm25Params {
                 k1: f32::from(*k1) / 32.0,
                 fields,
+                prefix_weight: f32::from(*prefix) / 64.0,
             }
         }
     }
@@ -197,10 +203,11 @@ fn assert_hits_allowed(
 }
 
 fuzz_target!(|input: Input| {
-    if let Some((k1, weight, b)) = input.raw_params {
+    if let Some((k1, weight, b, prefix_weight)) = input.raw_params {
         let p = Bm25Params {
             k1,
             fields: vec![FieldParams { weight, b }],
+            prefix_weight,
         };
         let valid = p.validate().is_ok();
         match IndexBuilder::new(p) {

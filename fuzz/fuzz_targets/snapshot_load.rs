@@ -47,6 +47,7 @@ static VALID: LazyLock<Vec<u8>> = LazyLock::new(|| {
     let mut b = IndexBuilder::new(Bm25Params {
         k1: 1.2,
         fields: vec![field(2.0, 0.75), field(1.0, 0.5)],
+        ..Bm25Params::default()
     })
     .unwrap();
     let tools: [(&str, &str, &[&str], bool, u32); 6] = [

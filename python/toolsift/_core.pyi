@@ -6,8 +6,9 @@ from typing import final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Caller", "Index", "__version__", "_panic_for_tests", "stem", "tokenize"]
+__all__ = ["DEFAULT_PREFIX_WEIGHT", "Caller", "Index", "__version__", "_panic_for_tests", "stem", "tokenize"]
 __version__: str
+DEFAULT_PREFIX_WEIGHT: float
 
 def tokenize(text: str) -> list[str]: ...
 def stem(word: str) -> str: ...
@@ -26,6 +27,7 @@ class Index:
         costs: list[int],
         core: list[bool],
         k1: float = 0.9,
+        prefix_weight: float = ...,
     ) -> Index: ...
     def __len__(self) -> int: ...
     def to_bytes(self) -> bytes: ...

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
+from ._core import DEFAULT_PREFIX_WEIGHT
 from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
 from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, SnapshotError, UnknownToolError
@@ -127,6 +128,10 @@ class Index:
         catalog: The tools, in registry order. The index keeps its own snapshot: tools appended
             to the catalog later need a new index.
         k1: BM25 term-frequency saturation.
+        prefix_weight: Query weight of a word's prefix term relative to the word itself. A word
+            of five letters or more is also indexed by its first four, so that derivations the
+            stemmer does not join still meet (``multiplication`` and ``multiply``), at this
+            lower weight; 0 matches whole words only.
         b: BM25F length normalisation in [0, 1]: one value for every field, or a mapping that
             overrides :data:`toolsift.text.DEFAULT_FIELD_B` per field.
         field_weights: Overrides of :data:`toolsift.text.DEFAULT_FIELD_WEIGHTS`.
@@ -159,6 +164,7 @@ class Index:
         catalog: Catalog | Iterable[Tool],
         *,
         k1: float = 0.9,
+        prefix_weight: float = DEFAULT_PREFIX_WEIGHT,
         b: float | Mapping[str, float] | None = None,
         field_weights: Mapping[str, float] | None = None,
         count_tokens: Callable[[dict[str, Any]], int] | None = None,
@@ -185,8 +191,9 @@ class Index:
             costs,
             [t.core for t in self._tools],
             k1=_number("k1", k1),
+            prefix_weight=_number("prefix_weight", prefix_weight),
         )
-        self._set_statistics(statistics, (weights, bs, float(k1), costs), columns)
+        self._set_statistics(statistics, (weights, bs, float(k1), float(prefix_weight), costs), columns)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
 
     def _scan(self, policy: str) -> tuple[Finding, ...]:
@@ -217,7 +224,7 @@ class Index:
         found = self._tenants.get(key)
         if found is not None:
             return found
-        weights, bs, k1, costs = self._build
+        weights, bs, k1, prefix_weight, costs = self._build
         if self._columns is None:
             self._columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
         keep = np.flatnonzero(self._core.allowed_mask(self._mask(perms))).astype(np.uint32)
@@ -230,6 +237,7 @@ class Index:
             [costs[i] for i in kept],
             [self._tools[i].core for i in kept],
             k1=k1,
+            prefix_weight=prefix_weight,
         )
         entry = (sub, keep, sub.caller([]))
         with self._tenant_lock:
@@ -289,9 +297,9 @@ class Index:
         from .snapshot import save
 
         vectors = None if self._dense is None else self._dense.vectors
-        weights, bs, k1, _ = self._build
+        weights, bs, k1, prefix_weight, _ = self._build
         options = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
-        options["scoring"] = {"weights": list(weights), "b": list(bs), "k1": k1}
+        options["scoring"] = {"weights": list(weights), "b": list(bs), "k1": k1, "prefix_weight": prefix_weight}
         save(path, self._tools, self._core.to_bytes(), vectors, options)
 
     @classmethod
@@ -322,7 +330,14 @@ class Index:
         if statistics == "caller" and not scoring["weights"]:
             raise SnapshotError(f"{path}: a statistics='caller' snapshot without its scoring options")
         costs = [index._core.cost(i) for i in range(len(tools))] if statistics == "caller" else []
-        index._set_statistics(statistics, (scoring["weights"], scoring["b"], float(scoring["k1"]), costs))
+        build = (
+            scoring["weights"],
+            scoring["b"],
+            float(scoring["k1"]),
+            float(scoring.get("prefix_weight", 0.0)),
+            costs,
+        )
+        index._set_statistics(statistics, build)
         index._set_ranking(embedder, float(options["alpha"]), rerank, int(options["depth"]), dense_options, keep)
         return index
 

@@ -8,7 +8,7 @@ use pyo3::types::PyBytes;
 
 use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
-use crate::bm25::{Bm25Params, FieldParams};
+use crate::bm25::{Bm25Params, FieldParams, DEFAULT_PREFIX_WEIGHT};
 use crate::error::Error;
 use crate::index::{DocInput, Index, IndexBuilder, Query};
 use crate::permissions::CallerMask;
@@ -91,7 +91,7 @@ fn build(
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = 0.9))]
+    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = 0.9, prefix_weight = DEFAULT_PREFIX_WEIGHT))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -102,6 +102,7 @@ impl PyIndex {
         costs: Vec<u32>,
         core: Vec<bool>,
         k1: f32,
+        prefix_weight: f32,
     ) -> PyResult<Self> {
         check_len("bs", bs.len(), weights.len())?;
         let fields_params = weights
@@ -112,6 +113,7 @@ impl PyIndex {
         let params = Bm25Params {
             k1,
             fields: fields_params,
+            prefix_weight,
         };
         let built = detached(py, || build(&fields, &perms, &costs, &core, params))??;
         Ok(PyIndex {
