@@ -163,10 +163,11 @@ impl IndexBuilder {
             .collect()
     }
 
-    /// Per term, true for a prefix term found in more than [`PREFIX_MAX_SHARE`] of the tools (and
-    /// more than [`PREFIX_MIN_LIMIT`]): such a prefix joins too many unrelated words to be much
-    /// evidence, and would cost every query that has it a long list, so it gets no postings.
-    fn common_prefixes(&self) -> Vec<bool> {
+    /// The number of tools each term will have postings in: its document frequency, or 0 for a
+    /// prefix term found in more than [`PREFIX_MAX_SHARE`] of the tools (and more than
+    /// [`PREFIX_MIN_LIMIT`]): such a prefix joins too many unrelated words to be much evidence,
+    /// and would cost every query that has it a long list, so it gets no postings.
+    fn posted_frequencies(&self) -> Vec<usize> {
         let mut df = vec![0usize; self.vocab.len()];
         let mut last = vec![usize::MAX; self.vocab.len()];
         let mut start = 0;
@@ -181,12 +182,12 @@ impl IndexBuilder {
             start = end;
         }
         let limit = (PREFIX_MAX_SHARE * self.ends.len() as f64).max(PREFIX_MIN_LIMIT as f64);
-        let terms = self.vocab.terms();
-        terms
-            .iter()
-            .zip(df)
-            .map(|(t, df)| t.starts_with('^') && df as f64 > limit)
-            .collect()
+        for (t, term) in self.vocab.terms().iter().enumerate() {
+            if term.starts_with('^') && df[t] as f64 > limit {
+                df[t] = 0;
+            }
+        }
+        df
     }
 
     /// Freezes the builder into an immutable index.
@@ -195,14 +196,13 @@ impl IndexBuilder {
         let avg = self.average_lengths();
         let mut acc = vec![0f32; self.vocab.len()];
         let mut order: Vec<TermId> = Vec::new();
-        let mut postings = PostingsBuilder::default();
-        let unposted = self.common_prefixes();
-        let num_terms = self.vocab.len();
+        let df = self.posted_frequencies();
+        let mut postings = PostingsBuilder::new(&df);
         let mut start = 0;
         for (d, &end) in self.ends.iter().enumerate() {
             for &(term, f, count) in &self.counts[start..end] {
-                if unposted[term as usize] {
-                    continue;
+                if df[term as usize] == 0 {
+                    continue; // a common prefix term
                 }
                 let f = usize::from(f);
                 let slot = &mut acc[term as usize];
@@ -222,7 +222,7 @@ impl IndexBuilder {
         Index::assemble(
             self.params,
             self.vocab,
-            postings.build(num_terms),
+            postings.build(),
             self.costs,
             self.core,
             self.perms,
@@ -366,12 +366,15 @@ impl Index {
                 if list.is_empty() {
                     return None; // a common prefix term without postings
                 }
-                let weight = qtf.min(MAX_WEIGHT) * idf(self.len(), list.len());
+                // per impact level: a level l adds weight × l (see crate::postings)
+                let weight = qtf.min(MAX_WEIGHT)
+                    * idf(self.len(), list.len())
+                    * (self.postings.max_impact(id) / 255.0);
                 if weight <= 0.0 {
-                    return None; // so small that the idf product rounds to 0: matches nothing
+                    return None; // so small that the product rounds to 0: matches nothing
                 }
                 // Inflated a little so that rounding in a sum can never exceed the bounds.
-                let bound = weight * self.postings.max_impact(id) * (1.0 + 1e-5);
+                let bound = weight * 255.0 * (1.0 + 1e-5);
                 Some((
                     id,
                     Term {
@@ -397,7 +400,7 @@ impl Index {
                 if !self.perms.allows(caller, doc) {
                     continue; // filter before rank: a forbidden tool is never scored
                 }
-                let add = term.weight * impact;
+                let add = term.weight * f32::from(impact);
                 let slot = &mut acc[doc as usize];
                 if *slot == 0.0 && add > 0.0 {
                     touched.push(doc);

@@ -3,6 +3,14 @@
 //!
 //! The built form is three flat arrays (`offsets`, `docs`, `impacts`): the list of term `t` is
 //! `docs[offsets[t]..offsets[t + 1]]`, sorted by document id, with their impacts beside them.
+//!
+//! An impact is stored as one byte, a *level* in 1..=255: the posting's impact divided by the
+//! largest impact of its term, times 255, rounded (the largest is 255; the smallest is 1, so a
+//! posting never vanishes). Impacts are a saturated frequency in (0, k1 + 1]: a term's levels
+//! resolve them to 1/255 of its largest, finer than the differences BM25's parameters are tuned
+//! to, and a posting takes 5 bytes instead of 8 (postings are most of an index). A query term
+//! folds `largest / 255` into its weight once, so scoring stays one multiply-add per posting, and
+//! every path (pruned, exhaustive, probes) multiplies the same two numbers.
 
 use crate::vocab::TermId;
 
@@ -14,8 +22,8 @@ pub type DocId = u32;
 pub struct PostingList<'a> {
     /// Documents containing the term, ascending.
     pub docs: &'a [DocId],
-    /// The impact of the term in each of those documents.
-    pub impacts: &'a [f32],
+    /// The impact level (1..=255, see the module notes) of the term in each of those documents.
+    pub impacts: &'a [u8],
 }
 
 impl PostingList<'_> {
@@ -30,46 +38,64 @@ impl PostingList<'_> {
     }
 }
 
-/// Accumulates postings while documents are added in ascending id order.
-#[derive(Debug, Default)]
+/// Fills the flat postings while documents are added in ascending id order, into arrays sized
+/// from each term's document frequency up front (no per-term lists to grow and copy).
+#[derive(Debug)]
 pub struct PostingsBuilder {
-    lists: Vec<Vec<(DocId, f32)>>,
+    offsets: Vec<usize>,
+    /// Where the next posting of each term goes.
+    cursor: Vec<usize>,
+    docs: Vec<DocId>,
+    impacts: Vec<f32>,
 }
 
 impl PostingsBuilder {
-    /// Records that `doc` contains `term` with impact `impact`.
-    pub fn push(&mut self, term: TermId, doc: DocId, impact: f32) {
-        let t = term as usize;
-        if self.lists.len() <= t {
-            self.lists.resize_with(t + 1, Vec::new);
+    /// A builder for terms `0..df.len()`, term `t` getting exactly `df[t]` postings.
+    pub fn new(df: &[usize]) -> Self {
+        let mut offsets = Vec::with_capacity(df.len() + 1);
+        offsets.push(0);
+        for &n in df {
+            offsets.push(offsets[offsets.len() - 1] + n);
         }
-        self.lists[t].push((doc, impact));
+        let total = offsets[df.len()];
+        PostingsBuilder {
+            cursor: offsets[..df.len()].to_vec(),
+            offsets,
+            docs: vec![0; total],
+            impacts: vec![0.0; total],
+        }
     }
 
-    /// Flattens the lists into [`Postings`] for `num_terms` terms (those never pushed have
-    /// empty lists).
-    pub fn build(mut self, num_terms: usize) -> Postings {
-        if self.lists.len() < num_terms {
-            self.lists.resize_with(num_terms, Vec::new);
+    /// Records that `doc` (not below any doc pushed before for `term`) contains `term` with
+    /// impact `impact` (> 0).
+    pub fn push(&mut self, term: TermId, doc: DocId, impact: f32) {
+        let at = self.cursor[term as usize];
+        self.docs[at] = doc;
+        self.impacts[at] = impact;
+        self.cursor[term as usize] += 1;
+    }
+
+    /// The [`Postings`], impacts turned into levels (every term must have had all its postings).
+    pub fn build(self) -> Postings {
+        debug_assert!(self
+            .cursor
+            .iter()
+            .zip(&self.offsets[1..])
+            .all(|(c, e)| c == e));
+        let mut max_impacts = Vec::with_capacity(self.cursor.len());
+        let mut levels = Vec::with_capacity(self.impacts.len());
+        for w in self.offsets.windows(2) {
+            let list = &self.impacts[w[0]..w[1]];
+            let max = list.iter().copied().fold(0.0, f32::max);
+            max_impacts.push(max);
+            levels.extend(list.iter().map(|&x| level(x, max)));
         }
-        let total = self.lists.iter().map(Vec::len).sum();
-        let mut p = Postings {
-            offsets: Vec::with_capacity(self.lists.len() + 1),
-            docs: Vec::with_capacity(total),
-            impacts: Vec::with_capacity(total),
-            max_impacts: Vec::with_capacity(self.lists.len()),
-        };
-        p.offsets.push(0);
-        for list in self.lists {
-            p.max_impacts
-                .push(list.iter().map(|&(_, x)| x).fold(0.0, f32::max));
-            for (doc, impact) in list {
-                p.docs.push(doc);
-                p.impacts.push(impact);
-            }
-            p.offsets.push(p.docs.len());
+        Postings {
+            offsets: self.offsets,
+            docs: self.docs,
+            impacts: levels,
+            max_impacts,
         }
-        p
     }
 }
 
@@ -78,8 +104,14 @@ impl PostingsBuilder {
 pub struct Postings {
     offsets: Vec<usize>,
     docs: Vec<DocId>,
-    impacts: Vec<f32>,
+    impacts: Vec<u8>,
     max_impacts: Vec<f32>,
+}
+
+/// The impact level of `impact` in a list whose largest impact is `max` (> 0).
+fn level(impact: f32, max: f32) -> u8 {
+    // in [0, 255] for 0 < impact <= max; NaN (none reach here) would give 0, then 1
+    ((impact / max) * 255.0).round().clamp(1.0, 255.0) as u8
 }
 
 impl Postings {
@@ -99,23 +131,25 @@ impl Postings {
         }
     }
 
-    /// The largest impact in the postings of `term` (0 for an unknown term).
+    /// The largest impact in the postings of `term` (0 for an unknown term): an impact level
+    /// `l` stands for `l / 255` of it.
     pub fn max_impact(&self, term: TermId) -> f32 {
         self.max_impacts.get(term as usize).copied().unwrap_or(0.0)
     }
 
     /// The flat arrays `(offsets, docs, impacts, max_impacts)`, for snapshots.
-    pub fn parts(&self) -> (&[usize], &[DocId], &[f32], &[f32]) {
+    pub fn parts(&self) -> (&[usize], &[DocId], &[u8], &[f32]) {
         (&self.offsets, &self.docs, &self.impacts, &self.max_impacts)
     }
 
     /// Postings from flat arrays, checked: offsets start at 0, never fall and end at the number
-    /// of postings; each list is strictly ascending and below `num_docs`; impacts are finite,
-    /// positive and at most their list's maximum.
+    /// of postings; each list is strictly ascending and below `num_docs`; levels are at least 1;
+    /// each list's largest impact is finite, positive for a list with postings and 0 for one
+    /// without.
     pub fn from_parts(
         offsets: Vec<usize>,
         docs: Vec<DocId>,
-        impacts: Vec<f32>,
+        impacts: Vec<u8>,
         max_impacts: Vec<f32>,
         num_docs: usize,
     ) -> Option<Self> {
@@ -131,10 +165,14 @@ impl Postings {
             let (list, values) = (&docs[w[0]..w[1]], &impacts[w[0]..w[1]]);
             let sorted = list.windows(2).all(|p| p[0] < p[1])
                 && list.last().is_none_or(|&d| (d as usize) < num_docs);
-            let values_ok = values
-                .iter()
-                .all(|&f| f.is_finite() && f > 0.0 && f <= max_impacts[t]);
-            if !sorted || !values_ok || !max_impacts[t].is_finite() {
+            let max = max_impacts[t];
+            let max_ok = max.is_finite()
+                && if list.is_empty() {
+                    max == 0.0
+                } else {
+                    max > 0.0
+                };
+            if !sorted || !max_ok || values.contains(&0) {
                 return None;
             }
         }
@@ -155,7 +193,8 @@ impl Postings {
     pub fn heap_bytes(&self) -> usize {
         self.offsets.capacity() * std::mem::size_of::<usize>()
             + self.docs.capacity() * std::mem::size_of::<DocId>()
-            + (self.impacts.capacity() + self.max_impacts.capacity()) * std::mem::size_of::<f32>()
+            + self.impacts.capacity()
+            + self.max_impacts.capacity() * std::mem::size_of::<f32>()
     }
 }
 
@@ -165,16 +204,24 @@ mod tests {
 
     #[test]
     fn flattened_lists_keep_docs_and_impacts() {
-        let mut b = PostingsBuilder::default();
+        let mut b = PostingsBuilder::new(&[1, 2, 0]);
         b.push(1, 0, 2.0);
         b.push(0, 0, 1.0);
         b.push(1, 3, 1.5);
-        let p = b.build(0);
+        let p = b.build();
         assert_eq!(p.list(0).docs, [0]);
         assert_eq!(p.list(1).docs, [0, 3]);
-        assert_eq!(p.list(1).impacts, [2.0, 1.5]);
+        assert_eq!(p.list(1).impacts, [255, 191]); // 1.5 / 2 * 255 = 191.25
         assert_eq!(p.max_impact(1), 2.0);
-        assert!(p.list(7).is_empty());
-        assert_eq!(p.num_postings(), 3);
+        assert!(p.list(2).is_empty() && p.list(7).is_empty());
+        assert_eq!((p.max_impact(2), p.num_postings()), (0.0, 3));
+    }
+
+    #[test]
+    fn levels_round_and_never_vanish() {
+        assert_eq!(level(1.0, 1.0), 255);
+        assert_eq!(level(0.5, 1.0), 128); // 127.5 rounds away from zero
+        assert_eq!(level(1e-9, 1.0), 1);
+        assert_eq!(level(f32::MIN_POSITIVE, f32::MAX), 1);
     }
 }

@@ -18,7 +18,7 @@ use crate::vocab::Vocab;
 /// First bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"TSIFTIDX";
 /// Version of the layout this build writes and reads.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 const HEADER: usize = 8 + 4 + 8 + 4;
 
 fn bad(reason: impl Into<String>) -> Error {
@@ -54,6 +54,10 @@ impl Writer {
     fn f32s(&mut self, v: &[f32]) {
         self.len(v.len());
         v.iter().for_each(|&x| self.f32(x));
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        self.len(v.len());
+        self.0.extend_from_slice(v);
     }
     fn usizes(&mut self, v: &[usize]) {
         self.len(v.len());
@@ -112,6 +116,10 @@ impl Reader<'_> {
     fn f32s(&mut self) -> Result<Vec<f32>> {
         Ok(self.u32s()?.into_iter().map(f32::from_bits).collect())
     }
+    fn bytes(&mut self) -> Result<Vec<u8>> {
+        let n = self.len(1)?;
+        Ok(self.take(n)?.to_vec())
+    }
     fn usizes(&mut self) -> Result<Vec<usize>> {
         let n = self.len(8)?;
         (0..n)
@@ -145,7 +153,7 @@ impl Index {
         let (offsets, docs, impacts, max_impacts) = self.postings.parts();
         w.usizes(offsets);
         w.u32s(docs);
-        w.f32s(impacts);
+        w.bytes(impacts);
         w.f32s(max_impacts);
         w.u32s(&self.costs);
         w.u32s(&self.core);
@@ -217,7 +225,7 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
     let vocab = vocab
         .with_words(words, ids, params.prefix_weight > 0.0)
         .ok_or_else(|| bad("malformed word list"))?;
-    let (offsets, docs, impacts, max_impacts) = (r.usizes()?, r.u32s()?, r.f32s()?, r.f32s()?);
+    let (offsets, docs, impacts, max_impacts) = (r.usizes()?, r.u32s()?, r.bytes()?, r.f32s()?);
     let costs = r.u32s()?;
     let n = costs.len();
     if max_impacts.len() != vocab.len() {

@@ -19,8 +19,8 @@ use std::cell::RefCell;
 use crate::postings::{DocId, PostingList};
 use crate::topk::Hit;
 
-/// One query term: its postings, its weight (idf × query frequency) and an upper bound on what
-/// it adds to any tool's score.
+/// One query term: its postings, its weight per impact level (idf × query weight × the term's
+/// largest impact / 255) and an upper bound on what it adds to any tool's score.
 #[derive(Debug, Clone, Copy)]
 pub struct Term<'a> {
     pub list: PostingList<'a>,
@@ -145,7 +145,7 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
         // it is never collected; a tool is recorded the first time its accumulator turns positive.
         for (&doc, &impact) in t.list.docs.iter().zip(t.list.impacts) {
             let keep_bits = 0u32.wrapping_sub((self.allowed)(doc) as u32); // all ones or zeros
-            let add = f32::from_bits(t.weight.to_bits() & keep_bits) * impact;
+            let add = f32::from_bits(t.weight.to_bits() & keep_bits) * f32::from(impact);
             let slot = &mut acc[doc as usize];
             let fresh = *slot == 0.0;
             *slot += add;
@@ -257,7 +257,7 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
                     break;
                 }
                 if docs[at] == h.doc {
-                    h.score += t.weight * impacts[at];
+                    h.score += t.weight * f32::from(impacts[at]);
                 }
             }
         }
@@ -303,7 +303,7 @@ pub fn rank_docs(
             let mut score = 0f32;
             for t in terms {
                 if let Ok(at) = t.list.docs.binary_search(&doc) {
-                    score += t.weight * t.list.impacts[at];
+                    score += t.weight * f32::from(t.list.impacts[at]);
                 }
             }
             (score > 0.0).then_some(Hit { doc, score })

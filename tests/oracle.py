@@ -225,6 +225,17 @@ class Oracle:
                 del tf[t]
         for t in common:
             del self.df[t]
+        # impacts, stored as levels: 255 * impact / the term's largest impact, rounded half up
+        impact = [{t: x * (k1 + 1) / (x + k1) for t, x in tf.items()} for tf in self.tf]
+        self.max = {t: max(imp[t] for imp in impact if t in imp) for t in self.df}
+        exact = [{t: 255 * x / self.max[t] for t, x in imp.items()} for imp in impact]
+        self.level = [{t: min(max(math.floor(x + 0.5), 1), 255) for t, x in e.items()} for e in exact]
+        # terms with a level so close to a rounding boundary that f32 and f64 may round it apart
+        self.ambiguous_terms = {t for e in exact for t, x in e.items() if abs(x - math.floor(x) - 0.5) < 1e-3}
+
+    def ambiguous(self, query: str) -> bool:
+        """True when a term of ``query`` has a posting whose level f32 could round differently."""
+        return any(t in self.ambiguous_terms for t, _ in terms(query))
 
     def allowed(self, i: int, caller: set[str]) -> bool:
         return self.docs[i].perms <= caller
@@ -241,9 +252,9 @@ class Oracle:
             if t not in self.df:
                 continue
             idf = math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5))
-            for i, tf in enumerate(self.tf):
-                if t in tf and self.allowed(i, caller):
-                    out[i] = out.get(i, 0.0) + w * idf * tf[t] * (self.k1 + 1) / (tf[t] + self.k1)
+            for i, level in enumerate(self.level):
+                if t in level and self.allowed(i, caller):
+                    out[i] = out.get(i, 0.0) + w * idf * self.max[t] / 255 * level[t]
         return out
 
     def ranked(self, query: str, caller: set[str]) -> list[tuple[int, float]]:
