@@ -20,8 +20,8 @@
 //! adding to their lengths) and scored like any term; a query word adds its prefix term at
 //! [`Bm25Params::prefix_weight`] times its own weight. Derivations the stemmer keeps apart
 //! (`multiplication`, `multiply`) then still match, more weakly than the word itself. A prefix
-//! term found in more than a tenth of the tools ([`crate::index::PREFIX_MAX_SHARE`]) gets no
-//! postings.
+//! term found in more than one tool in twenty ([`crate::index::PREFIX_MAX_SHARE`]; and in more than
+//! 500) gets no postings.
 //!
 //! `tf~`, and so its saturated value
 //! `tf~ · (k1 + 1) / (tf~ + k1)` (the posting's *impact*, in (0, k1 + 1]), depend only on the tool:
