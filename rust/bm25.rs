@@ -20,7 +20,7 @@
 //! adding to their lengths) and scored like any term; a query word adds its prefix term at
 //! [`Bm25Params::prefix_weight`] times its own weight. Derivations the stemmer keeps apart
 //! (`multiplication`, `multiply`) then still match, more weakly than the word itself. A prefix
-//! term found in more than one tool in twenty ([`crate::index::PREFIX_MAX_SHARE`]; and in more than
+//! term found in more than one tool in fifty ([`crate::index::PREFIX_MAX_SHARE`]; and in more than
 //! 500) gets no postings.
 //!
 //! `tf~`, and so its saturated value
@@ -35,10 +35,15 @@ use crate::error::{Error, Result};
 /// k1 ≤ 1e6 as well, no product or sum in scoring can overflow an `f32`.
 pub const MAX_WEIGHT: f32 = 1e6;
 
+/// Smallest non-zero field weight: with it, every occurrence adds a positive pseudo-frequency
+/// (no field is long enough to divide it down to 0), so a tool never holds a posting worth 0.
+pub const MIN_FIELD_WEIGHT: f32 = 1e-6;
+
 /// Weight and length normalisation of one field.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FieldParams {
-    /// Multiplies the field's term frequencies (≥ 0; 0 leaves the field out).
+    /// Multiplies the field's term frequencies: 0 leaves the field out, otherwise in
+    /// [[`MIN_FIELD_WEIGHT`], [`MAX_WEIGHT`]].
     pub weight: f32,
     /// Length normalisation of the field, in [0, 1].
     pub b: f32,
@@ -97,10 +102,13 @@ impl Bm25Params {
             ));
         }
         for f in &self.fields {
-            if !(0.0..=MAX_WEIGHT).contains(&f.weight) {
+            if !(f.weight == 0.0 || (MIN_FIELD_WEIGHT..=MAX_WEIGHT).contains(&f.weight)) {
                 return Err(invalid(
                     "field weight",
-                    format!("{} is not a number in [0, {MAX_WEIGHT:e}]", f.weight),
+                    format!(
+                        "{} is neither 0 nor a number in [{MIN_FIELD_WEIGHT:e}, {MAX_WEIGHT:e}]",
+                        f.weight
+                    ),
                 ));
             }
             if !(f.b.is_finite() && (0.0..=1.0).contains(&f.b)) {
@@ -188,6 +196,10 @@ mod tests {
         assert!(field(1.0, 1.5).validate().is_err());
         assert!(field(-1.0, 0.5).validate().is_err());
         assert!(field(f32::INFINITY, 0.5).validate().is_err());
+        assert!(field(1e-45, 0.5).validate().is_err());
+        assert!(
+            field(0.0, 0.5).validate().is_ok() && field(MIN_FIELD_WEIGHT, 0.5).validate().is_ok()
+        );
         assert!(Bm25Params::default().validate().is_ok());
     }
 }

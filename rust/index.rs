@@ -19,7 +19,7 @@ use crate::vocab::{TermId, Vocab};
 
 /// A prefix term (see [`crate::tokenizer::prefix_term`]) found in more than this share of the
 /// catalog's tools, and in more than [`PREFIX_MIN_LIMIT`] tools, gets no postings.
-pub const PREFIX_MAX_SHARE: f64 = 0.05;
+pub const PREFIX_MAX_SHARE: f64 = 0.02;
 
 /// Prefix terms in at most this many tools always keep their postings (a list that short costs
 /// a query next to nothing, and in a small catalog a prefix in a few tools is still evidence).
@@ -195,6 +195,9 @@ impl IndexBuilder {
         let nf = self.params.fields.len();
         let avg = self.average_lengths();
         let mut acc = vec![0f32; self.vocab.len()];
+        // the tool a term was last seen in: a term is collected once per tool even when its
+        // share of a field rounds to 0
+        let mut last = vec![DocId::MAX; self.vocab.len()];
         let mut order: Vec<TermId> = Vec::new();
         let df = self.posted_frequencies();
         let mut postings = PostingsBuilder::new(&df);
@@ -205,11 +208,11 @@ impl IndexBuilder {
                     continue; // a common prefix term
                 }
                 let f = usize::from(f);
-                let slot = &mut acc[term as usize];
-                if *slot == 0.0 {
+                if last[term as usize] != d as DocId {
+                    last[term as usize] = d as DocId;
                     order.push(term);
                 }
-                *slot += self
+                acc[term as usize] += self
                     .params
                     .field_tf(f, count, self.lens[d * nf + f], avg[f]);
             }
@@ -307,6 +310,11 @@ impl Index {
     /// Total postings.
     pub fn num_postings(&self) -> usize {
         self.postings.num_postings()
+    }
+
+    /// Query weight of prefix terms (0: the index has none).
+    pub fn prefix_weight(&self) -> f32 {
+        self.params.prefix_weight
     }
 
     /// Distinct permission strings.
@@ -802,7 +810,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_prefix_common_in_a_large_catalog_has_no_postings() {
-        // 12,000 tools: "integers" in 2,000 (> 5 % and > PREFIX_MIN_LIMIT), "multiplies" in
+        // 12,000 tools: "integers" in 2,000 (> 2 % and > PREFIX_MIN_LIMIT), "multiplies" in
         // 500 (under both); "^inte" gets no postings, "^mult" keeps them, and so does "^inte"
         // in a 12-tool catalog (2 of 12: over the share, under the minimum)
         let mut b = IndexBuilder::new(Bm25Params::default()).unwrap();

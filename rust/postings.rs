@@ -70,6 +70,10 @@ impl PostingsBuilder {
     /// impact `impact` (> 0).
     pub fn push(&mut self, term: TermId, doc: DocId, impact: f32) {
         let at = self.cursor[term as usize];
+        assert!(
+            at < self.offsets[term as usize + 1],
+            "more postings pushed for term {term} than its document frequency"
+        );
         self.docs[at] = doc;
         self.impacts[at] = impact;
         self.cursor[term as usize] += 1;

@@ -231,6 +231,11 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
     if max_impacts.len() != vocab.len() {
         return Err(bad("postings and dictionary disagree"));
     }
+    // An impact is a saturated frequency, at most k1 + 1: a larger one could only overflow scores.
+    let most = (params.k1 + 1.0) * (1.0 + 1e-6);
+    if max_impacts.iter().any(|&m| m > most) {
+        return Err(bad("an impact above k1 + 1"));
+    }
     let postings = Postings::from_parts(offsets, docs, impacts, max_impacts, n)
         .ok_or_else(|| bad("malformed postings"))?;
     let core = r.u32s()?;
@@ -333,6 +338,22 @@ mod tests {
         forged.extend_from_slice(&payload);
         let err = Index::from_bytes(&forged).unwrap_err().to_string();
         assert!(err.contains("cost summary"), "{err}");
+    }
+
+    /// A forged largest impact (here f32::MAX) would make scores overflow: refused.
+    #[test]
+    fn a_resealed_snapshot_with_an_impossible_impact_is_refused() {
+        let idx = sample();
+        let bytes = idx.to_bytes();
+        let mut payload = bytes[HEADER..].to_vec();
+        let old = idx.postings.max_impact(0).to_le_bytes();
+        let at = payload.windows(4).rposition(|x| x == old).unwrap();
+        payload[at..at + 4].copy_from_slice(&f32::MAX.to_le_bytes());
+        let mut forged = bytes[..HEADER - 4].to_vec();
+        forged.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        forged.extend_from_slice(&payload);
+        let err = Index::from_bytes(&forged).unwrap_err().to_string();
+        assert!(err.contains("impact above"), "{err}");
     }
 
     /// The words are written in ascending order, the one form a loaded snapshot re-serialises

@@ -191,7 +191,7 @@ class Doc:
     core: bool
 
 
-PREFIX_MAX_SHARE, PREFIX_MIN_LIMIT = 0.05, 500  # prefix terms in more tools than both get no postings
+PREFIX_MAX_SHARE, PREFIX_MIN_LIMIT = 0.02, 500  # prefix terms in more tools than both get no postings
 
 
 class Oracle:

@@ -142,6 +142,10 @@ def test_bad_field_weights_and_token_counters_are_refused() -> None:
         ts.Index([ts.Tool("t")], field_weights={"nme": 2.0})
     with pytest.raises(InvalidParameterError):
         ts.Index([ts.Tool("t")], field_weights={"name": -1.0})
+    # a weight so small that an occurrence could add nothing is refused, naming the field
+    with pytest.raises(InvalidParameterError, match="'description'"):
+        ts.Index([ts.Tool("t", "alphabetical list")], field_weights={"description": 1e-45})
+    ts.Index([ts.Tool("t", "alphabetical list")], field_weights={"description": 0})
     with pytest.raises(CatalogError, match="'t'"):
         ts.Index([ts.Tool("t")], count_tokens=lambda d: -5)
 

@@ -6,9 +6,19 @@ from typing import final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULT_PREFIX_WEIGHT", "Caller", "Index", "__version__", "_panic_for_tests", "stem", "tokenize"]
+__all__ = [
+    "DEFAULT_PREFIX_WEIGHT",
+    "MIN_FIELD_WEIGHT",
+    "Caller",
+    "Index",
+    "__version__",
+    "_panic_for_tests",
+    "stem",
+    "tokenize",
+]
 __version__: str
 DEFAULT_PREFIX_WEIGHT: float
+MIN_FIELD_WEIGHT: float
 
 def tokenize(text: str) -> list[str]: ...
 def stem(word: str) -> str: ...
@@ -62,5 +72,7 @@ class Index:
     def num_postings(self) -> int: ...
     @property
     def num_permissions(self) -> int: ...
+    @property
+    def prefix_weight(self) -> float: ...
 
 def _panic_for_tests() -> None: ...

@@ -131,7 +131,7 @@ class Index:
         prefix_weight: Query weight of a word's prefix term relative to the word itself. A word
             of five letters or more is also indexed by its first four, so that derivations the
             stemmer does not join still meet (``multiplication`` and ``multiply``), at this
-            lower weight; 0 matches whole words only.
+            weight (below 1, weaker than the word); 0 matches whole words only.
         b: BM25F length normalisation in [0, 1]: one value for every field, or a mapping that
             overrides :data:`toolsift.text.DEFAULT_FIELD_B` per field.
         field_weights: Overrides of :data:`toolsift.text.DEFAULT_FIELD_WEIGHTS`.
@@ -334,7 +334,7 @@ class Index:
             scoring["weights"],
             scoring["b"],
             float(scoring["k1"]),
-            float(scoring.get("prefix_weight", 0.0)),
+            index._core.prefix_weight,  # the core's own, which its snapshot holds
             costs,
         )
         index._set_statistics(statistics, build)

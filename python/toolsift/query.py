@@ -39,7 +39,8 @@ def _tool_names(message: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class Query:
-    """Weighted pieces of query text; the index sums each token's weights.
+    """Weighted pieces of query text; a term counts once, with the largest weight of the pieces it
+    occurs in.
 
     Args:
         parts: ``(text, weight)`` pairs; weights are numbers in ``[0, MAX_WEIGHT]`` (1e6).

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._core import MIN_FIELD_WEIGHT
 from .errors import InvalidParameterError
 from .query import MAX_WEIGHT
 from .registry import Tool
@@ -43,8 +44,13 @@ _COMBINATORS = ("anyOf", "oneOf", "allOf")
 
 
 def _per_field(
-    what: str, defaults: Mapping[str, float], given: float | Mapping[str, float] | None, upper: float
+    what: str,
+    defaults: Mapping[str, float],
+    given: float | Mapping[str, float] | None,
+    upper: float,
+    lowest: float = 0.0,
 ) -> list[float]:
+    """Per-field values: 0, or a number in ``[lowest, upper]``."""
     values = dict(defaults)
     overrides = {f: given for f in FIELDS} if isinstance(given, int | float) else (given or {})
     for key, value in overrides.items():
@@ -54,8 +60,10 @@ def _per_field(
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not (0 <= value <= upper and math.isfinite(value))
+            or 0 < value < lowest
         ):
-            raise InvalidParameterError(f"{what} of {key!r} must be a number in [0, {upper}], not {value!r}")
+            span = f"0 or a number in [{lowest:g}, {upper:g}]" if lowest else f"a number in [0, {upper:g}]"
+            raise InvalidParameterError(f"{what} of {key!r} must be {span}, not {value!r}")
         values[key] = float(value)
     return [values[f] for f in FIELDS]
 
@@ -68,7 +76,7 @@ def field_params(
     ``b`` may be one number for every field or a mapping per field.
     """
     return (
-        _per_field("field_weights", DEFAULT_FIELD_WEIGHTS, weights, MAX_WEIGHT),
+        _per_field("field_weights", DEFAULT_FIELD_WEIGHTS, weights, MAX_WEIGHT, MIN_FIELD_WEIGHT),
         _per_field("b", DEFAULT_FIELD_B, b, 1.0),
     )
 

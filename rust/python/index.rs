@@ -281,4 +281,10 @@ impl PyIndex {
     fn num_permissions(&self) -> usize {
         self.inner.num_permissions()
     }
+
+    /// Query weight of prefix terms (0: the index has none).
+    #[getter]
+    fn prefix_weight(&self) -> f32 {
+        self.inner.prefix_weight()
+    }
 }

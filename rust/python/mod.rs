@@ -33,5 +33,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;
+    m.add("MIN_FIELD_WEIGHT", crate::bm25::MIN_FIELD_WEIGHT)?;
     Ok(())
 }
