@@ -327,16 +327,21 @@ mod tests {
         }
     }
 
+    /// The error of loading `payload` under `bytes`' header with a checksum that matches it.
+    fn load_resealed(bytes: &[u8], payload: &[u8]) -> String {
+        let mut forged = bytes[..HEADER - 4].to_vec();
+        forged.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        forged.extend_from_slice(payload);
+        Index::from_bytes(&forged).unwrap_err().to_string()
+    }
+
     #[test]
     fn a_resealed_snapshot_with_a_wrong_cost_summary_is_refused() {
         let bytes = sample().to_bytes();
         let mut payload = bytes[HEADER..].to_vec();
         let at = payload.len() - 16; // min_cost, the second-to-last field
         payload[at] ^= 1;
-        let mut forged = bytes[..HEADER - 4].to_vec();
-        forged.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        forged.extend_from_slice(&payload);
-        let err = Index::from_bytes(&forged).unwrap_err().to_string();
+        let err = load_resealed(&bytes, &payload);
         assert!(err.contains("cost summary"), "{err}");
     }
 
@@ -349,10 +354,7 @@ mod tests {
         let old = idx.postings.max_impact(0).to_le_bytes();
         let at = payload.windows(4).rposition(|x| x == old).unwrap();
         payload[at..at + 4].copy_from_slice(&f32::MAX.to_le_bytes());
-        let mut forged = bytes[..HEADER - 4].to_vec();
-        forged.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        forged.extend_from_slice(&payload);
-        let err = Index::from_bytes(&forged).unwrap_err().to_string();
+        let err = load_resealed(&bytes, &payload);
         assert!(err.contains("impact above"), "{err}");
     }
 
@@ -367,10 +369,7 @@ mod tests {
         assert!(a < b, "the word list is sorted");
         payload[a..a + 6].copy_from_slice(b"search");
         payload[b..b + 6].copy_from_slice(b"refund");
-        let mut forged = bytes[..HEADER - 4].to_vec();
-        forged.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        forged.extend_from_slice(&payload);
-        let err = Index::from_bytes(&forged).unwrap_err().to_string();
+        let err = load_resealed(&bytes, &payload);
         assert!(err.contains("word list"), "{err}");
     }
 

@@ -297,9 +297,9 @@ class Index:
         from .snapshot import save
 
         vectors = None if self._dense is None else self._dense.vectors
-        weights, bs, k1, prefix_weight, _ = self._build
+        weights, bs, k1, _, _ = self._build
         options = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
-        options["scoring"] = {"weights": list(weights), "b": list(bs), "k1": k1, "prefix_weight": prefix_weight}
+        options["scoring"] = {"weights": list(weights), "b": list(bs), "k1": k1}  # prefix_weight: in the core
         save(path, self._tools, self._core.to_bytes(), vectors, options)
 
     @classmethod
