@@ -1,9 +1,16 @@
-"""Side-by-side timing of toolsift and its peers, in one process, interleaved.
+"""Side-by-side timing of toolsift and its peers, in one process, in two cache states.
 
 Every engine answers the same ``select``: the tools a caller holding half the permissions may use,
-ranked for the query, packed into a 4,000-token budget. For each query the engines run one after
-another, round after round, so that all see the same machine state. Prints per-query medians,
-p99, the ratio peer / toolsift, and cost growth (time at 100k ÷ time at 10k).
+ranked for the query, packed into a 4,000-token budget. Both states are measured in one run:
+
+* **warm**: each round runs every query on one engine, then on the next (the engine order turns
+  round after round), so an engine finds its own data in the caches, as in a loop of selections;
+* **cold**: before every call a 64 MiB buffer is written, which evicts the CPU caches (and the
+  TLB), so each selection starts from main memory, as the one selection of an agent's turn does
+  between model calls. The engines take turns query by query.
+
+Prints per-query medians, p99, the ratio peer / toolsift for both states, and cost growth (time at
+100k ÷ time at 10k).
 
     python benches/compare.py [--sizes 1000 10000 100000] [--aws-sizes 1000 10000 100000] [--rounds 5]
         [--no-aws] [--markdown]
@@ -26,6 +33,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 from peers import PEERS, Select
 from workloads import BUDGET, Workload, aws, aws_size, zipf
 
+EVICT = np.zeros((64 << 20) // 8)  # 64 MiB, more than the last-level cache
+
+
+def evict() -> None:
+    """Writes one word of every cache line of a buffer larger than the last-level cache."""
+    EVICT[::8] += 1.0
+
+
+def _timed(engine: Select, w: Workload, q: str) -> float:
+    t0 = time.perf_counter_ns()
+    engine(q, w.caller, BUDGET)
+    return (time.perf_counter_ns() - t0) / 1e3
+
 
 def measure(w: Workload, rounds: int) -> dict[str, dict[str, float]]:
     engines: dict[str, Select] = {}
@@ -35,36 +55,63 @@ def measure(w: Workload, rounds: int) -> dict[str, dict[str, float]]:
         engine = make(w)
         if engine is not None:
             engines[name], builds[name] = engine, time.perf_counter() - t0
-    times: dict[str, list[float]] = {name: [] for name in engines}
-    for q in w.queries:  # warm-up
-        for engine in engines.values():
-            engine(q, w.caller, BUDGET)
-    for _ in range(rounds):
+    names = list(engines)
+    warm: dict[str, list[float]] = {name: [] for name in names}
+    cold: dict[str, list[float]] = {name: [] for name in names}
+    for name in names:  # warm-up
         for q in w.queries:
-            for name, engine in engines.items():
-                t0 = time.perf_counter_ns()
-                engine(q, w.caller, BUDGET)
-                times[name].append((time.perf_counter_ns() - t0) / 1e3)
+            engines[name](q, w.caller, BUDGET)
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            warm[name] += [_timed(engines[name], w, q) for q in w.queries]
+        for q in w.queries:
+            for name in order:
+                evict()
+                cold[name].append(_timed(engines[name], w, q))
     return {
-        name: {"median": float(np.median(t)), "p99": float(np.percentile(t, 99)), "build_s": builds[name]}
-        for name, t in times.items()
+        name: {
+            "median": float(np.median(warm[name])),
+            "p99": float(np.percentile(warm[name], 99)),
+            "cold": float(np.median(cold[name])),
+            "cold_p99": float(np.percentile(cold[name], 99)),
+            "build_s": builds[name],
+        }
+        for name in names
     }
 
 
 def rows(results: dict[str, dict[str, dict[str, float]]]) -> list[list[str]]:
     out = []
     for wname, engines in results.items():
-        base = engines["toolsift"]["median"]
+        base = engines["toolsift"]
         for name, r in engines.items():
-            ratio = "1.0×" if name == "toolsift" else f"{r['median'] / base:.1f}×"
-            out.append([wname, name, f"{r['median']:.1f}", f"{r['p99']:.1f}", ratio, f"{r['build_s']:.2f}"])
+            warm_ratio, cold_ratio = (
+                ("1.0×", "1.0×")
+                if name == "toolsift"
+                else (f"{r['median'] / base['median']:.1f}×", f"{r['cold'] / base['cold']:.1f}×")
+            )
+            out.append(
+                [
+                    wname,
+                    name,
+                    f"{r['median']:.1f}",
+                    f"{r['p99']:.1f}",
+                    warm_ratio,
+                    f"{r['cold']:.1f}",
+                    f"{r['cold_p99']:.1f}",
+                    cold_ratio,
+                    f"{r['build_s']:.2f}",
+                ]
+            )
     pairs = (("zipf-10k", "zipf-100k"), ("aws-10k", "aws-100k"))
     growth = [(a, b) for a, b in pairs if a in results and b in results]
     for a, b in growth:
         for name in results[b]:
             if name in results[a]:
                 g = results[b][name]["median"] / results[a][name]["median"]
-                out.append([f"growth {b} ÷ {a}", name, f"{g:.1f}×", "", "", ""])
+                gc = results[b][name]["cold"] / results[a][name]["cold"]
+                out.append([f"growth {b} ÷ {a}", name, f"{g:.1f}×", "", "", f"{gc:.1f}×", "", "", ""])
     return out
 
 
@@ -84,7 +131,17 @@ def main() -> None:
     for make in workloads:
         w = make()
         results[w.name] = measure(w, args.rounds)
-    head = ["workload", "engine", "median µs", "p99 µs", "vs toolsift (median)", "build s"]
+    head = [
+        "workload",
+        "engine",
+        "warm median µs",
+        "warm p99 µs",
+        "vs toolsift (warm)",
+        "cold median µs",
+        "cold p99 µs",
+        "vs toolsift (cold)",
+        "build s",
+    ]
     machine = f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}"
     note = f"select(), budget {BUDGET}, half the permissions, {args.rounds} rounds, {machine}"
     if args.markdown:

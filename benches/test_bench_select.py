@@ -86,3 +86,18 @@ def test_comparison_peers_select_allowed_tools_within_budget(peer: str) -> None:
         pytest.skip(f"{peer} is not installed")
     selections = [engine(q, w.caller, BUDGET) for q in w.queries[:20]]
     assert _correct(w, selections) and any(selections)
+
+
+def test_comparison_times_every_engine_warm_and_cold() -> None:
+    import dataclasses
+
+    from compare import measure, rows
+
+    w = zipf(1_000)
+    small = dataclasses.replace(w, queries=w.queries[:3])
+    results = measure(small, rounds=1)
+    assert "toolsift" in results and "seed ref" in results
+    for r in results.values():
+        assert r["median"] > 0 and r["cold"] > 0 and r["p99"] >= r["median"]
+    table = rows({small.name: results})
+    assert [row[1] for row in table] == list(results) and table[0][4] == table[0][7] == "1.0×"
