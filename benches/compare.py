@@ -3,8 +3,9 @@
 Every engine answers the same ``select``: the tools a caller holding half the permissions may use,
 ranked for the query, packed into a 4,000-token budget. Both states are measured in one run:
 
-* **warm**: each round runs every query on one engine, then on the next (the engine order turns
-  round after round), so an engine finds its own data in the caches, as in a loop of selections;
+* **warm**: each round runs every query on one engine twice, timing the second pass, then on the
+  next engine (the engine order turns round after round), so an engine finds its own data in the
+  caches, as in a loop of selections;
 * **cold**: before every call a 64 MiB buffer is written, which evicts the CPU caches (and the
   TLB), so each selection starts from main memory, as the one selection of an agent's turn does
   between model calls. The engines take turns query by query.
@@ -58,12 +59,11 @@ def measure(w: Workload, rounds: int) -> dict[str, dict[str, float]]:
     names = list(engines)
     warm: dict[str, list[float]] = {name: [] for name in names}
     cold: dict[str, list[float]] = {name: [] for name in names}
-    for name in names:  # warm-up
-        for q in w.queries:
-            engines[name](q, w.caller, BUDGET)
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
+        for name in order:  # an untimed pass first brings back what the other engines evicted
+            for q in w.queries:
+                engines[name](q, w.caller, BUDGET)
             warm[name] += [_timed(engines[name], w, q) for q in w.queries]
         for q in w.queries:
             for name in order:
