@@ -457,7 +457,7 @@ impl Index {
     /// from the same scoring state (the botocore and Zipf 10k workloads of `benches/`: 9–12 %
     /// fewer instructions than with half as many again plus 8; the selection is the same for any
     /// depth).
-    fn first_k(&self, budget_tokens: u64, max_taken: Option<usize>) -> usize {
+    fn round_k(&self, budget_tokens: u64, max_taken: Option<usize>) -> usize {
         let fill = (budget_tokens / self.mean_cost.max(1)).min(self.len() as u64) as usize;
         let want = max_taken.map_or(fill, |m| m.min(fill));
         (want + 2).min(self.len().max(1))
@@ -508,7 +508,7 @@ impl Index {
         let (mut pool, mut whole): (Vec<Hit>, bool) = (Vec::new(), false);
         let mut first = true; // the first round wants every candidate
         while !packer.full() {
-            let k = self.first_k(packer.remaining(), Some(packer.room()));
+            let k = self.round_k(packer.remaining(), Some(packer.room()));
             let keep = |d: DocId| {
                 first || (u64::from(self.cost(d)) <= limit && examined.binary_search(&d).is_err())
             };
