@@ -42,6 +42,17 @@ class Hit(NamedTuple):
     score: float
 
 
+class _Scoring(NamedTuple):
+    """What a per-caller index is built with, besides the tools: field weights and ``b``, ``k1``,
+    the prefix weight and every tool's token cost (kept only for ``statistics='caller'``)."""
+
+    weights: list[float]
+    bs: list[float]
+    k1: float
+    prefix_weight: float
+    costs: list[int]
+
+
 class Perms(NamedTuple):
     """A caller's permissions after validation: plain strings, and the key its caches use."""
 
@@ -193,7 +204,7 @@ class Index:
             k1=_number("k1", k1),
             prefix_weight=_number("prefix_weight", prefix_weight),
         )
-        self._set_statistics(statistics, (weights, bs, float(k1), float(prefix_weight), costs), columns)
+        self._set_statistics(statistics, _Scoring(weights, bs, float(k1), float(prefix_weight), costs), columns)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
 
     def _scan(self, policy: str) -> tuple[Finding, ...]:
@@ -205,7 +216,7 @@ class Index:
         self._withheld = {f.tool for f in findings} if policy == "withhold" else set()
         return findings
 
-    def _set_statistics(self, statistics: str, build: tuple[Any, ...], columns: list[Any] | None = None) -> None:
+    def _set_statistics(self, statistics: str, build: _Scoring, columns: list[Any] | None = None) -> None:
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         self._statistics, self._build = statistics, build
@@ -224,20 +235,20 @@ class Index:
         found = self._tenants.get(key)
         if found is not None:
             return found
-        weights, bs, k1, prefix_weight, costs = self._build
+        build = self._build
         if self._columns is None:
             self._columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
         keep = np.flatnonzero(self._core.allowed_mask(self._mask(perms))).astype(np.uint32)
         kept = keep.tolist()
         sub = _core.Index(
             [[column[i] for i in kept] for column in self._columns],
-            weights,
-            bs,
+            build.weights,
+            build.bs,
             [[] for _ in kept],
-            [costs[i] for i in kept],
+            [build.costs[i] for i in kept],
             [self._tools[i].core for i in kept],
-            k1=k1,
-            prefix_weight=prefix_weight,
+            k1=build.k1,
+            prefix_weight=build.prefix_weight,
         )
         entry = (sub, keep, sub.caller([]))
         with self._tenant_lock:
@@ -297,9 +308,10 @@ class Index:
         from .snapshot import save
 
         vectors = None if self._dense is None else self._dense.vectors
-        weights, bs, k1, _, _ = self._build
+        build = self._build
         options = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
-        options["scoring"] = {"weights": list(weights), "b": list(bs), "k1": k1}  # prefix_weight: in the core
+        # prefix_weight is not repeated here: the core's own bytes hold it
+        options["scoring"] = {"weights": list(build.weights), "b": list(build.bs), "k1": build.k1}
         save(path, self._tools, self._core.to_bytes(), vectors, options)
 
     @classmethod
@@ -330,7 +342,7 @@ class Index:
         if statistics == "caller" and not scoring["weights"]:
             raise SnapshotError(f"{path}: a statistics='caller' snapshot without its scoring options")
         costs = [index._core.cost(i) for i in range(len(tools))] if statistics == "caller" else []
-        build = (
+        build = _Scoring(
             scoring["weights"],
             scoring["b"],
             float(scoring["k1"]),
