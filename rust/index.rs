@@ -434,7 +434,7 @@ impl Index {
         keep: impl Fn(DocId) -> bool,
         want: usize,
     ) -> Ranked {
-        taat::rank(terms, self.len(), |d| caller.allowed(d), keep, want)
+        taat::rank(terms, self.len(), caller.allowed_docs(), keep, want)
     }
 
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
@@ -498,7 +498,7 @@ impl Index {
         let mut examined: Vec<DocId> = Vec::new(); // sorted
         let mut limit = u64::MAX;
         // Core tools are already in: the ranking scores only the caller's other tools.
-        let candidate = |d: DocId| caller.candidate(d);
+        let candidate = caller.candidates();
         let mut ranker = taat::Ranker::new(&terms, self.len(), candidate);
         // Tools scored exactly by the last round that scored, beyond the ones it offered: every
         // tool that round wanted scoring above some floor (or every one, when `whole`). A later
@@ -1118,7 +1118,7 @@ pub(crate) mod tests {
                 // every hit a pruned ranking returns, not only the `k` asked for, is the exact
                 // head of the ranking (selection reuses them for its later rounds)
                 let terms = idx.query_terms(&query.as_str().into());
-                let ranked = crate::taat::rank(&terms, idx.len(), |d| caller.allowed(d), |_| true, k);
+                let ranked = crate::taat::rank(&terms, idx.len(), caller.allowed_docs(), |_| true, k);
                 let n = ranked.hits.len();
                 prop_assert_eq!(ranked.best(n), exhaustive_top(&idx, query.as_str().into(), &caller, n));
                 let want = exhaustive_select(&idx, query.as_str().into(), &caller, budget, None);

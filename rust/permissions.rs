@@ -35,6 +35,19 @@ fn bit(words: &[u64], i: DocId) -> u64 {
         .map_or(0, |w| w >> (i % 64) & 1)
 }
 
+/// A set of registry positions as a bitset (a caller's allowed tools or its candidates), borrowed
+/// from a [`CallerMask`]: a plain slice, so a scoring loop keeps it in registers.
+#[derive(Debug, Clone, Copy)]
+pub struct DocMask<'a>(&'a [u64]);
+
+impl DocMask<'_> {
+    /// 1 when `doc` is in the set, else 0 (0 past its end).
+    #[inline]
+    pub fn get(self, doc: DocId) -> u64 {
+        bit(self.0, doc)
+    }
+}
+
 /// The mask bit of tools that require nothing: set for every caller.
 const PUBLIC: u32 = 0;
 /// The mask bit of tools that require several permissions: never set.
@@ -84,14 +97,24 @@ impl CallerMask {
     /// catalog the mask was compiled for).
     #[inline]
     pub fn allowed(&self, doc: DocId) -> u64 {
-        bit(&self.docs, doc)
+        self.allowed_docs().get(doc)
+    }
+
+    /// The tools the caller may use.
+    pub fn allowed_docs(&self) -> DocMask<'_> {
+        DocMask(&self.docs)
+    }
+
+    /// The tools the caller may use that were not left out (see [`CallerMask::leave_out`]).
+    pub fn candidates(&self) -> DocMask<'_> {
+        DocMask(&self.candidates)
     }
 
     /// 1 when the caller may use the tool at `doc` and it was not left out (see
     /// [`CallerMask::leave_out`]), else 0.
     #[inline]
     pub fn candidate(&self, doc: DocId) -> u64 {
-        bit(&self.candidates, doc)
+        self.candidates().get(doc)
     }
 
     /// Leaves `docs` out of [`CallerMask::candidate`] (not of [`CallerMask::allowed`]).

@@ -16,6 +16,7 @@
 
 use std::cell::RefCell;
 
+use crate::permissions::DocMask;
 use crate::postings::{DocId, PostingList};
 use crate::topk::Hit;
 
@@ -40,11 +41,14 @@ pub struct Ranked {
 }
 
 /// Per-thread buffers reused across queries: one accumulator per tool (all zero between
-/// queries) and the list of tools touched.
+/// queries), the list of tools touched, one mark bit per tool (all clear between queries) and
+/// room for partial scores.
 #[derive(Default)]
 struct Scratch {
     acc: Vec<f32>,
     touched: Vec<DocId>,
+    marks: Vec<u64>,
+    partials: Vec<u32>,
 }
 
 thread_local! {
@@ -56,6 +60,54 @@ thread_local! {
 /// addition is kept. Term bounds carry their own relative margin of 1e-5 on top.
 fn slack(remaining: usize) -> f32 {
     1.0 + (remaining as f32 + 1.0) * 2.0 * f32::EPSILON
+}
+
+/// The `k`-th largest (1-based, `k <= bits.len()`) of positive scores given as their bits: the
+/// bits of positive floats order like the floats, and integers compare cheaper.
+fn kth_largest(bits: &mut [u32], k: usize) -> f32 {
+    let at = bits.len() - k;
+    f32::from_bits(*bits.select_nth_unstable(at).1)
+}
+
+/// Every impact level as a float (a table lookup is cheaper than a conversion per posting).
+const LEVELS: [f32; 256] = {
+    let mut levels = [0f32; 256];
+    let mut l = 0;
+    while l < 256 {
+        levels[l] = l as f32;
+        l += 1;
+    }
+    levels
+};
+
+/// Adds `t`'s postings to the accumulators, appending each tool reached for the first time to
+/// `touched` after the first `count`; returns the new count. A free function over plain slices
+/// so that the compiler keeps the mask and the buffers in registers (not inlined: inside the
+/// large caller they would spill).
+#[inline(never)]
+fn walk(
+    t: &Term<'_>,
+    allowed: DocMask<'_>,
+    acc: &mut [f32],
+    touched: &mut [DocId],
+    mut count: usize,
+) -> usize {
+    debug_assert!(t.weight > 0.0, "query terms have positive weights");
+    let weight = t.weight.to_bits();
+    // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and it is
+    // never collected; a tool is recorded the first time one of its postings is allowed (every
+    // term's weight is positive, so its accumulator turns positive then).
+    for (&doc, &impact) in t.list.docs.iter().zip(t.list.impacts) {
+        let ok = allowed.get(doc);
+        let add =
+            f32::from_bits(weight & 0u32.wrapping_sub(ok as u32)) * LEVELS[usize::from(impact)];
+        let slot = &mut acc[doc as usize];
+        let fresh = u64::from(slot.to_bits() == 0);
+        *slot += add;
+        touched[count] = doc;
+        count += (fresh & ok) as usize;
+    }
+    count
 }
 
 /// First position at or after `from` whose doc is ≥ `doc` (exponential then binary search).
@@ -74,10 +126,10 @@ fn gallop(docs: &[DocId], from: usize, doc: DocId) -> usize {
 
 /// Scores `terms` (canonical order) for a catalog of `num_docs` tools in one go: see
 /// [`Ranker::rank`]; `want = usize::MAX` scores exhaustively.
-pub fn rank<A: Fn(DocId) -> u64>(
+pub fn rank(
     terms: &[Term<'_>],
     num_docs: usize,
-    allowed: A,
+    allowed: DocMask<'_>,
     keep: impl Fn(DocId) -> bool,
     want: usize,
 ) -> Ranked {
@@ -87,11 +139,13 @@ pub fn rank<A: Fn(DocId) -> u64>(
 /// One query's scoring, kept between the rounds of a selection: the terms walked so far and
 /// every reached tool's partial score over them. A later round (other tools wanted, fewer of
 /// them) starts from there instead of walking the same postings again.
-pub struct Ranker<'t, 'p, A: Fn(DocId) -> u64> {
+pub struct Ranker<'t, 'p, 'm> {
     terms: &'t [Term<'p>],
-    allowed: A,
+    allowed: DocMask<'m>,
     acc: Vec<f32>,
     touched: Vec<DocId>,
+    /// Tools to probe, one bit each, set and cleared within one call of `rank`.
+    marks: Vec<u64>,
     /// Tools reached: `touched[..count]`, each with a partial score in `acc`.
     count: usize,
     /// Terms whose postings have been added in full.
@@ -100,23 +154,26 @@ pub struct Ranker<'t, 'p, A: Fn(DocId) -> u64> {
     rest: Vec<f32>,
     /// Postings of the terms not walked yet.
     rest_postings: usize,
-    /// Scores above `reach`, reused between checks.
-    partials: Vec<f32>,
+    /// Positive scores (as bits, which order like the scores), reused between checks.
+    partials: Vec<u32>,
 }
 
-impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
-    /// Starts scoring `terms` (canonical order) over a catalog of `num_docs` tools; `allowed(doc)`
-    /// is 1 when the caller may use the tool (checked before any of its postings is scored).
-    pub fn new(terms: &'t [Term<'p>], num_docs: usize, allowed: A) -> Self {
+impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
+    /// Starts scoring `terms` (canonical order) over a catalog of `num_docs` tools; `allowed`
+    /// holds the tools the caller may use (checked before any of their postings is scored).
+    pub fn new(terms: &'t [Term<'p>], num_docs: usize, allowed: DocMask<'m>) -> Self {
         // Taken out while in use; given back clean when dropped (see Drop).
         let Scratch {
             mut acc,
             mut touched,
+            mut marks,
+            partials,
         } = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
         if acc.len() < num_docs {
             acc = vec![0f32; num_docs];
             // A tool is recorded once; the extra slot takes the unconditional write after the last.
             touched = vec![0; num_docs + 1];
+            marks = vec![0; num_docs.div_ceil(64)];
         }
         let n = terms.len();
         let mut rest = vec![0f32; n + 1];
@@ -128,31 +185,25 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
             allowed,
             acc,
             touched,
+            marks,
             count: 0,
             walked: 0,
             rest,
             rest_postings: terms.iter().map(|t| t.list.len()).sum(),
-            partials: Vec::new(),
+            partials,
         }
     }
 
     /// Adds the postings of the next term to the partial scores.
     fn walk_next(&mut self) {
         let t = &self.terms[self.walked];
-        let (acc, touched) = (&mut self.acc, &mut self.touched);
-        let mut count = self.count;
-        // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and
-        // it is never collected; a tool is recorded the first time its accumulator turns positive.
-        for (&doc, &impact) in t.list.docs.iter().zip(t.list.impacts) {
-            let keep_bits = 0u32.wrapping_sub((self.allowed)(doc) as u32); // all ones or zeros
-            let add = f32::from_bits(t.weight.to_bits() & keep_bits) * f32::from(impact);
-            let slot = &mut acc[doc as usize];
-            let fresh = *slot == 0.0;
-            *slot += add;
-            touched[count] = doc;
-            count += usize::from(fresh & (add > 0.0));
-        }
-        self.count = count;
+        self.count = walk(
+            t,
+            self.allowed,
+            &mut self.acc,
+            &mut self.touched,
+            self.count,
+        );
         self.walked += 1;
         self.rest_postings -= t.list.len();
     }
@@ -169,21 +220,20 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
             return None;
         }
         let reach = self.rest[self.walked] * slack(n - self.walked);
+        // No partial score exceeds the bounds of the terms walked (skipping a check is safe).
+        if self.rest[0] - self.rest[self.walked] <= reach {
+            return None;
+        }
         let acc = &self.acc;
         self.partials.clear();
+        self.partials.reserve(self.count);
         self.partials.extend(
             self.touched[..self.count]
                 .iter()
                 .filter(|&&d| acc[d as usize] > reach && keep(d))
-                .map(|&d| acc[d as usize]),
+                .map(|&d| acc[d as usize].to_bits()),
         );
-        if self.partials.len() < want {
-            return None;
-        }
-        let (_, &mut th, _) = self
-            .partials
-            .select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
-        Some(th)
+        (self.partials.len() >= want).then(|| kth_largest(&mut self.partials, want))
     }
 
     /// The matching tools that `keep` accepts, ranked at least `want` deep. Terms are walked
@@ -204,42 +254,60 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
             self.walk_next();
         };
         let (walked, acc, reached) = (self.walked, &self.acc, &self.touched[..self.count]);
-        let rest = self.rest[walked];
-        // A tool not reached scores at most `floor` (0 when every term was walked); a reached
-        // one whose partial score plus what is left cannot get to the want-th best partial score
-        // (theta) is left out, and raises the floor to that most. Those above are ranked exactly.
-        let margin = slack(n - walked);
-        let mut floor = rest * margin;
-        let mut hits: Vec<Hit> =
-            Vec::with_capacity(if walked == n { reached.len() } else { 4 * want });
-        for &doc in reached {
-            let score = acc[doc as usize];
-            let most = (score + rest) * margin;
-            if walked < n && most < theta {
-                floor = floor.max(most);
-            } else if keep(doc) {
-                hits.push(Hit { doc, score });
-            }
-        }
         if walked == n {
+            let hits = reached
+                .iter()
+                .filter(|&&doc| keep(doc))
+                .map(|&doc| Hit {
+                    doc,
+                    score: acc[doc as usize],
+                })
+                .collect();
             return Ranked {
                 hits,
                 complete: true,
             };
         }
-        // Probe the remaining lists for the tools kept, adding in canonical term order. `hits`
-        // is in first-touch order: one ascending run per walked term, which a stable sort merges
-        // fast.
-        hits.sort_by_key(|h| h.doc);
+        let rest = self.rest[walked];
+        // A tool not reached scores at most `floor`; a reached one whose partial score plus what
+        // is left cannot get to the want-th best partial score (theta) is left out, and raises
+        // the floor to that most. Those above are ranked exactly: marked here, then collected in
+        // registry order, which the probes below need.
+        let margin = slack(n - walked);
+        let mut floor = rest * margin;
+        let marks = &mut self.marks;
+        let (mut kept, mut first, mut last) = (0, usize::MAX, 0);
+        for &doc in reached {
+            let most = (acc[doc as usize] + rest) * margin;
+            if most < theta {
+                floor = floor.max(most);
+            } else if keep(doc) {
+                let w = doc as usize / 64;
+                marks[w] |= 1 << (doc % 64);
+                (kept, first, last) = (kept + 1, first.min(w), last.max(w));
+            }
+        }
+        let mut hits: Vec<Hit> = Vec::with_capacity(kept);
+        for (w, word) in marks.iter_mut().enumerate().take(last + 1).skip(first) {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let doc = (w * 64) as DocId + bits.trailing_zeros();
+                bits &= bits - 1;
+                hits.push(Hit {
+                    doc,
+                    score: acc[doc as usize],
+                });
+            }
+        }
+        // Probe the remaining lists for the tools kept, adding in canonical term order.
         for (j, t) in self.terms.iter().enumerate().skip(walked) {
             if j > walked && hits.len() > 2 * want {
                 // Scores only grow: the want-th best so far is a lower bound on the final
                 // want-th best, so a tool that cannot reach it with the terms left is out too.
                 let scores = &mut self.partials;
                 scores.clear();
-                scores.extend(hits.iter().map(|h| h.score));
-                let (_, &mut th, _) =
-                    scores.select_nth_unstable_by(want - 1, |a, b| b.total_cmp(a));
+                scores.extend(hits.iter().map(|h| h.score.to_bits()));
+                let th = kth_largest(scores, want);
                 let (rest, margin) = (self.rest[j], slack(n - j));
                 hits.retain(|h| {
                     let most = (h.score + rest) * margin;
@@ -271,7 +339,7 @@ impl<'t, 'p, A: Fn(DocId) -> u64> Ranker<'t, 'p, A> {
     }
 }
 
-impl<A: Fn(DocId) -> u64> Drop for Ranker<'_, '_, A> {
+impl Drop for Ranker<'_, '_, '_> {
     /// Clears the accumulators of the tools reached and gives the buffers back for the next
     /// query; after a panic they are dropped instead, so they are never reused dirty.
     fn drop(&mut self) {
@@ -283,7 +351,16 @@ impl<A: Fn(DocId) -> u64> Drop for Ranker<'_, '_, A> {
             .iter()
             .for_each(|&d| acc[d as usize] = 0.0);
         let touched = std::mem::take(&mut self.touched);
-        SCRATCH.with(|s| *s.borrow_mut() = Scratch { acc, touched });
+        let marks = std::mem::take(&mut self.marks);
+        let partials = std::mem::take(&mut self.partials);
+        SCRATCH.with(|s| {
+            *s.borrow_mut() = Scratch {
+                acc,
+                touched,
+                marks,
+                partials,
+            }
+        });
     }
 }
 
@@ -293,12 +370,12 @@ impl<A: Fn(DocId) -> u64> Drop for Ranker<'_, '_, A> {
 pub fn rank_docs(
     terms: &[Term<'_>],
     docs: &[DocId],
-    allowed: impl Fn(DocId) -> u64,
+    allowed: DocMask<'_>,
     keep: impl Fn(DocId) -> bool,
 ) -> Ranked {
     let hits = docs
         .iter()
-        .filter(|&&doc| allowed(doc) == 1 && keep(doc))
+        .filter(|&&doc| allowed.get(doc) == 1 && keep(doc))
         .filter_map(|&doc| {
             let mut score = 0f32;
             for t in terms {
@@ -358,7 +435,7 @@ mod tests {
         let caller = idx.caller::<&str>(&[]);
         let terms = idx.query_terms(&"rare ping".into());
         assert_eq!(terms.len(), 2);
-        let ranked = rank(&terms, idx.len(), |d| caller.allowed(d), |_| true, 2);
+        let ranked = rank(&terms, idx.len(), caller.allowed_docs(), |_| true, 2);
         assert!(!ranked.complete, "the common list should have been probed");
         let mut all = idx.score("rare ping", &caller);
         crate::topk::rank(&mut all);
