@@ -40,11 +40,21 @@ fn bit(words: &[u64], i: DocId) -> u64 {
 #[derive(Debug, Clone, Copy)]
 pub struct DocMask<'a>(&'a [u64]);
 
-impl DocMask<'_> {
+impl<'a> DocMask<'a> {
+    /// The set whose bit `i % 64` of word `i / 64` is set for each member `i`.
+    pub fn new(words: &'a [u64]) -> Self {
+        DocMask(words)
+    }
+
     /// 1 when `doc` is in the set, else 0 (0 past its end).
     #[inline]
     pub fn get(self, doc: DocId) -> u64 {
         bit(self.0, doc)
+    }
+
+    /// The bit words.
+    pub fn words(self) -> &'a [u64] {
+        self.0
     }
 }
 

@@ -93,14 +93,26 @@ fn walk(
     mut count: usize,
 ) -> usize {
     debug_assert!(t.weight > 0.0, "query terms have positive weights");
-    let weight = t.weight.to_bits();
+    let weight = t.weight;
+    let words = allowed.words();
+    if t.list
+        .docs
+        .last()
+        .is_some_and(|&d| d as usize / 64 >= words.len())
+    {
+        // A mask shorter than the list (not one compiled for this index): tools past its end
+        // are not allowed.
+        let mut padded = words.to_vec();
+        padded.resize(acc.len().div_ceil(64).max(words.len()), 0);
+        return walk(t, DocMask::new(&padded), acc, touched, count);
+    }
     // Branch-free: a forbidden tool's posting gets weight 0, so its accumulator stays 0 and it is
     // never collected; a tool is recorded the first time one of its postings is allowed (every
     // term's weight is positive, so its accumulator turns positive then).
     for (&doc, &impact) in t.list.docs.iter().zip(t.list.impacts) {
-        let ok = allowed.get(doc);
-        let add =
-            f32::from_bits(weight & 0u32.wrapping_sub(ok as u32)) * LEVELS[usize::from(impact)];
+        let ok = words[doc as usize / 64] >> (doc % 64) & 1;
+        // (a product rather than a select, which the compiler would make a branch on the mask)
+        let add = (weight * ok as f32) * LEVELS[usize::from(impact)];
         let slot = &mut acc[doc as usize];
         let fresh = u64::from(slot.to_bits() == 0);
         *slot += add;
@@ -108,6 +120,62 @@ fn walk(
         count += (fresh & ok) as usize;
     }
     count
+}
+
+/// The reached tools that `keep` accepts and whose partial score `passes`, as hits in registry
+/// order (set in `marks`, all clear on return, then read back in order), and the largest partial
+/// score among the tools that do not pass (0 when none).
+#[inline(never)]
+fn collect(
+    reached: &[DocId],
+    acc: &[f32],
+    marks: &mut [u64],
+    passes: impl Fn(f32) -> bool,
+    keep: &impl Fn(DocId) -> bool,
+) -> (Vec<Hit>, f32) {
+    let (mut kept, mut first, mut last, mut left) = (0, usize::MAX, 0, 0f32);
+    for &doc in reached {
+        let score = acc[doc as usize];
+        if !passes(score) {
+            if score > left {
+                left = score;
+            }
+        } else if keep(doc) {
+            let w = doc as usize / 64;
+            marks[w] |= 1 << (doc % 64);
+            (kept, first, last) = (kept + 1, first.min(w), last.max(w));
+        }
+    }
+    let mut hits: Vec<Hit> = Vec::with_capacity(kept);
+    for (w, word) in marks.iter_mut().enumerate().take(last + 1).skip(first) {
+        let mut bits = std::mem::take(word);
+        while bits != 0 {
+            let doc = (w * 64) as DocId + bits.trailing_zeros();
+            bits &= bits - 1;
+            hits.push(Hit {
+                doc,
+                score: acc[doc as usize],
+            });
+        }
+    }
+    (hits, left)
+}
+
+/// Adds term `t` to the scores of `hits` (in registry order) that it matches: a galloping merge,
+/// for lists much longer than the hits.
+#[inline(never)]
+fn probe(t: &Term<'_>, hits: &mut [Hit]) {
+    let (docs, impacts) = (t.list.docs, t.list.impacts);
+    let mut at = 0;
+    for h in hits.iter_mut() {
+        at = gallop(docs, at, h.doc);
+        if at == docs.len() {
+            break;
+        }
+        if docs[at] == h.doc {
+            h.score += t.weight * f32::from(impacts[at]);
+        }
+    }
 }
 
 /// First position at or after `from` whose doc is ≥ `doc` (exponential then binary search).
@@ -268,37 +336,15 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 complete: true,
             };
         }
-        let rest = self.rest[walked];
-        // A tool not reached scores at most `floor`; a reached one whose partial score plus what
-        // is left cannot get to the want-th best partial score (theta) is left out, and raises
-        // the floor to that most. Those above are ranked exactly: marked here, then collected in
-        // registry order, which the probes below need.
-        let margin = slack(n - walked);
-        let mut floor = rest * margin;
-        let marks = &mut self.marks;
-        let (mut kept, mut first, mut last) = (0, usize::MAX, 0);
-        for &doc in reached {
-            let most = (acc[doc as usize] + rest) * margin;
-            if most < theta {
-                floor = floor.max(most);
-            } else if keep(doc) {
-                let w = doc as usize / 64;
-                marks[w] |= 1 << (doc % 64);
-                (kept, first, last) = (kept + 1, first.min(w), last.max(w));
-            }
-        }
-        let mut hits: Vec<Hit> = Vec::with_capacity(kept);
-        for (w, word) in marks.iter_mut().enumerate().take(last + 1).skip(first) {
-            let mut bits = std::mem::take(word);
-            while bits != 0 {
-                let doc = (w * 64) as DocId + bits.trailing_zeros();
-                bits &= bits - 1;
-                hits.push(Hit {
-                    doc,
-                    score: acc[doc as usize],
-                });
-            }
-        }
+        // A reached tool whose partial score plus the bounds of the terms left cannot get to
+        // the want-th best partial score (theta) is left out. Those that can are ranked exactly.
+        // Every tool left out, reached or not, scores at most `floor`: the most that the terms
+        // left can bring to the best partial score left out (0 for a tool not reached); `most`
+        // grows with the partial score, so that one bounds them all.
+        let (rest, margin) = (self.rest[walked], slack(n - walked));
+        let most = |score: f32| (score + rest) * margin;
+        let (mut hits, left) = collect(reached, acc, &mut self.marks, |s| most(s) >= theta, &keep);
+        let mut floor = most(left);
         // Probe the remaining lists for the tools kept, adding in canonical term order.
         for (j, t) in self.terms.iter().enumerate().skip(walked) {
             if j > walked && hits.len() > 2 * want {
@@ -309,25 +355,18 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 scores.extend(hits.iter().map(|h| h.score.to_bits()));
                 let th = kth_largest(scores, want);
                 let (rest, margin) = (self.rest[j], slack(n - j));
+                let most = |score: f32| (score + rest) * margin;
+                let mut left = 0f32;
                 hits.retain(|h| {
-                    let most = (h.score + rest) * margin;
-                    if most < th {
-                        floor = floor.max(most);
+                    let out = most(h.score) < th;
+                    if out && h.score > left {
+                        left = h.score;
                     }
-                    most >= th
+                    !out
                 });
+                floor = floor.max(most(left));
             }
-            let (docs, impacts) = (t.list.docs, t.list.impacts);
-            let mut at = 0;
-            for h in hits.iter_mut() {
-                at = gallop(docs, at, h.doc);
-                if at == docs.len() {
-                    break;
-                }
-                if docs[at] == h.doc {
-                    h.score += t.weight * f32::from(impacts[at]);
-                }
-            }
+            probe(t, &mut hits);
         }
         // At least `want` remain (each scores at least theta), and every tool left out scores
         // at most `floor`: those above it are the exact head of the ranking.
@@ -442,6 +481,21 @@ mod tests {
         let n = ranked.hits.len();
         assert!(n >= 2 && n < all.len());
         assert_eq!(ranked.best(n), all[..n]);
+    }
+
+    #[test]
+    fn tools_past_the_end_of_a_short_mask_are_not_scored() {
+        use crate::index::tests::two_field_index;
+        let docs: Vec<String> = (0..200).map(|i| format!("ping thing{}", i % 7)).collect();
+        let idx = two_field_index(docs.iter().map(|d| ("tool", d.as_str(), "", false, 10)));
+        let terms = idx.query_terms(&"ping thing3".into());
+        // one word: tools 0..64 only, every other one of them
+        let words = [0x5555_5555_5555_5555u64];
+        for want in [3, usize::MAX] {
+            let ranked = rank(&terms, idx.len(), DocMask::new(&words), |_| true, want);
+            assert!(!ranked.hits.is_empty());
+            assert!(ranked.hits.iter().all(|h| h.doc < 64 && h.doc % 2 == 0));
+        }
     }
 
     proptest! {
