@@ -92,7 +92,10 @@ fn walk(
     touched: &mut [DocId],
     mut count: usize,
 ) -> usize {
-    debug_assert!(t.weight > 0.0, "query terms have positive weights");
+    debug_assert!(
+        t.weight > 0.0 && t.weight.is_finite(),
+        "query terms have positive, finite weights"
+    );
     let weight = t.weight;
     let words = allowed.words();
     if t.list
