@@ -120,14 +120,7 @@ impl CallerMask {
         DocMask(&self.candidates)
     }
 
-    /// 1 when the caller may use the tool at `doc` and it was not left out (see
-    /// [`CallerMask::leave_out`]), else 0.
-    #[inline]
-    pub fn candidate(&self, doc: DocId) -> u64 {
-        self.candidates().get(doc)
-    }
-
-    /// Leaves `docs` out of [`CallerMask::candidate`] (not of [`CallerMask::allowed`]).
+    /// Leaves `docs` out of [`CallerMask::candidates`] (not of [`CallerMask::allowed`]).
     pub fn leave_out(&mut self, docs: &[DocId]) {
         for &d in docs {
             if let Some(w) = self.candidates.get_mut((d / 64) as usize) {

@@ -40,14 +40,16 @@ pub struct Ranked {
     pub complete: bool,
 }
 
-/// Per-thread buffers reused across queries: one accumulator per tool (all zero between
-/// queries), the list of tools touched, one mark bit per tool (all clear between queries) and
-/// room for partial scores.
+/// Per-thread buffers reused across queries (a [`Ranker`] holds them while it scores).
 #[derive(Default)]
 struct Scratch {
+    /// One accumulator per tool, all zero between queries.
     acc: Vec<f32>,
+    /// The tools reached, in first-touch order.
     touched: Vec<DocId>,
+    /// Tools to probe, one bit each, set and cleared within one call of `Ranker::rank`.
     marks: Vec<u64>,
+    /// Positive scores (as bits, which order like the scores), reused between checks.
     partials: Vec<u32>,
 }
 
@@ -213,11 +215,9 @@ pub fn rank(
 pub struct Ranker<'t, 'p, 'm> {
     terms: &'t [Term<'p>],
     allowed: DocMask<'m>,
-    acc: Vec<f32>,
-    touched: Vec<DocId>,
-    /// Tools to probe, one bit each, set and cleared within one call of `rank`.
-    marks: Vec<u64>,
-    /// Tools reached: `touched[..count]`, each with a partial score in `acc`.
+    /// Taken from the thread's buffers while in use; given back clean when dropped.
+    scratch: Scratch,
+    /// Tools reached: `scratch.touched[..count]`, each with a partial score in `scratch.acc`.
     count: usize,
     /// Terms whose postings have been added in full.
     walked: usize,
@@ -225,26 +225,18 @@ pub struct Ranker<'t, 'p, 'm> {
     rest: Vec<f32>,
     /// Postings of the terms not walked yet.
     rest_postings: usize,
-    /// Positive scores (as bits, which order like the scores), reused between checks.
-    partials: Vec<u32>,
 }
 
 impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     /// Starts scoring `terms` (canonical order) over a catalog of `num_docs` tools; `allowed`
     /// holds the tools the caller may use (checked before any of their postings is scored).
     pub fn new(terms: &'t [Term<'p>], num_docs: usize, allowed: DocMask<'m>) -> Self {
-        // Taken out while in use; given back clean when dropped (see Drop).
-        let Scratch {
-            mut acc,
-            mut touched,
-            mut marks,
-            partials,
-        } = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        if acc.len() < num_docs {
-            acc = vec![0f32; num_docs];
+        let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        if scratch.acc.len() < num_docs {
+            scratch.acc = vec![0f32; num_docs];
             // A tool is recorded once; the extra slot takes the unconditional write after the last.
-            touched = vec![0; num_docs + 1];
-            marks = vec![0; num_docs.div_ceil(64)];
+            scratch.touched = vec![0; num_docs + 1];
+            scratch.marks = vec![0; num_docs.div_ceil(64)];
         }
         let n = terms.len();
         let mut rest = vec![0f32; n + 1];
@@ -254,14 +246,11 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         Ranker {
             terms,
             allowed,
-            acc,
-            touched,
-            marks,
+            scratch,
             count: 0,
             walked: 0,
             rest,
             rest_postings: terms.iter().map(|t| t.list.len()).sum(),
-            partials,
         }
     }
 
@@ -271,8 +260,8 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         self.count = walk(
             t,
             self.allowed,
-            &mut self.acc,
-            &mut self.touched,
+            &mut self.scratch.acc,
+            &mut self.scratch.touched,
             self.count,
         );
         self.walked += 1;
@@ -295,16 +284,21 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         if self.rest[0] - self.rest[self.walked] <= reach {
             return None;
         }
-        let acc = &self.acc;
-        self.partials.clear();
-        self.partials.reserve(self.count);
-        self.partials.extend(
-            self.touched[..self.count]
+        let Scratch {
+            acc,
+            touched,
+            partials,
+            ..
+        } = &mut self.scratch;
+        partials.clear();
+        partials.reserve(self.count);
+        partials.extend(
+            touched[..self.count]
                 .iter()
                 .filter(|&&d| acc[d as usize] > reach && keep(d))
                 .map(|&d| acc[d as usize].to_bits()),
         );
-        (self.partials.len() >= want).then(|| kth_largest(&mut self.partials, want))
+        (partials.len() >= want).then(|| kth_largest(partials, want))
     }
 
     /// The matching tools that `keep` accepts, ranked at least `want` deep. Terms are walked
@@ -324,7 +318,14 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             }
             self.walk_next();
         };
-        let (walked, acc, reached) = (self.walked, &self.acc, &self.touched[..self.count]);
+        let walked = self.walked;
+        let Scratch {
+            acc,
+            touched,
+            marks,
+            partials,
+        } = &mut self.scratch;
+        let reached = &touched[..self.count];
         if walked == n {
             let hits = reached
                 .iter()
@@ -346,17 +347,16 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         // grows with the partial score, so that one bounds them all.
         let (rest, margin) = (self.rest[walked], slack(n - walked));
         let most = |score: f32| (score + rest) * margin;
-        let (mut hits, left) = collect(reached, acc, &mut self.marks, |s| most(s) >= theta, &keep);
+        let (mut hits, left) = collect(reached, acc, marks, |s| most(s) >= theta, &keep);
         let mut floor = most(left);
         // Probe the remaining lists for the tools kept, adding in canonical term order.
         for (j, t) in self.terms.iter().enumerate().skip(walked) {
             if j > walked && hits.len() > 2 * want {
                 // Scores only grow: the want-th best so far is a lower bound on the final
                 // want-th best, so a tool that cannot reach it with the terms left is out too.
-                let scores = &mut self.partials;
-                scores.clear();
-                scores.extend(hits.iter().map(|h| h.score.to_bits()));
-                let th = kth_largest(scores, want);
+                partials.clear();
+                partials.extend(hits.iter().map(|h| h.score.to_bits()));
+                let th = kth_largest(partials, want);
                 let (rest, margin) = (self.rest[j], slack(n - j));
                 let most = |score: f32| (score + rest) * margin;
                 let mut left = 0f32;
@@ -388,21 +388,12 @@ impl Drop for Ranker<'_, '_, '_> {
         if std::thread::panicking() {
             return;
         }
-        let mut acc = std::mem::take(&mut self.acc);
-        self.touched[..self.count]
+        let Scratch { acc, touched, .. } = &mut self.scratch;
+        touched[..self.count]
             .iter()
             .for_each(|&d| acc[d as usize] = 0.0);
-        let touched = std::mem::take(&mut self.touched);
-        let marks = std::mem::take(&mut self.marks);
-        let partials = std::mem::take(&mut self.partials);
-        SCRATCH.with(|s| {
-            *s.borrow_mut() = Scratch {
-                acc,
-                touched,
-                marks,
-                partials,
-            }
-        });
+        let scratch = std::mem::take(&mut self.scratch);
+        SCRATCH.with(|s| *s.borrow_mut() = scratch);
     }
 }
 
