@@ -491,7 +491,6 @@ impl Index {
             return packer.finish();
         }
         let terms = self.query_terms(&query);
-        let postings: usize = terms.iter().map(|t| t.list.len()).sum();
         // The first round ranks every candidate, so the best-ranked tools that do not fit are
         // reported as dropped. Later rounds rank only tools not yet examined that could still
         // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
@@ -526,8 +525,8 @@ impl Index {
                     hits: std::mem::take(&mut pool),
                     complete: whole,
                 }
-            } else if !first && cheap * terms.len() * 16 < postings {
-                taat::rank_docs(&terms, &self.by_cost[..cheap], candidate, keep)
+            } else if !first && ranker.direct_is_cheaper(cheap) {
+                ranker.rank_docs(&self.by_cost[..cheap], keep)
             } else {
                 ranker.rank(keep, k)
             };

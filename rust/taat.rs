@@ -151,6 +151,12 @@ fn collect(
             (kept, first, last) = (kept + 1, first.min(w), last.max(w));
         }
     }
+    (marked(marks, first, last, kept, acc), left)
+}
+
+/// The tools set in `marks` (words `first..=last`, `kept` of them) as hits in registry order, with
+/// their partial scores; clears the marks.
+fn marked(marks: &mut [u64], first: usize, last: usize, kept: usize, acc: &[f32]) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::with_capacity(kept);
     for (w, word) in marks.iter_mut().enumerate().take(last + 1).skip(first) {
         let mut bits = std::mem::take(word);
@@ -163,7 +169,7 @@ fn collect(
             });
         }
     }
-    (hits, left)
+    hits
 }
 
 /// Adds term `t` to the scores of `hits` (in registry order) that it matches: a galloping merge,
@@ -381,6 +387,49 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     }
 }
 
+impl Ranker<'_, '_, '_> {
+    /// Whether scoring `docs` given tools one by one ([`Ranker::rank_docs`]) likely costs less
+    /// than ranking on ([`Ranker::rank`]): probing each of them in every list not walked yet
+    /// (about `PROBE_COST` postings walked per probe) against walking those lists, and fewer of
+    /// them than half the tools reached (a ranking from the partial scores scans all of those).
+    pub fn direct_is_cheaper(&self, docs: usize) -> bool {
+        let probes = docs.saturating_mul(self.terms.len() - self.walked);
+        probes.saturating_mul(PROBE_COST) < self.rest_postings
+            && docs.saturating_mul(2) < self.count
+    }
+
+    /// Every matching tool among `docs` that the caller may use and `keep` accepts, each scored
+    /// exactly: its partial score over the terms walked so far, plus what the other lists add
+    /// (probed, in canonical order), so the sums are those of exhaustive scoring. Cheaper than
+    /// [`Ranker::rank`] for a few tools (late rounds of a selection, after the cheap ones).
+    pub fn rank_docs(&mut self, docs: &[DocId], keep: impl Fn(DocId) -> bool) -> Ranked {
+        let Scratch { acc, marks, .. } = &mut self.scratch;
+        let (mut kept, mut first, mut last) = (0, usize::MAX, 0);
+        for &doc in docs {
+            if self.allowed.get(doc) == 1 && keep(doc) {
+                let w = doc as usize / 64;
+                marks[w] |= 1 << (doc % 64);
+                (kept, first, last) = (kept + 1, first.min(w), last.max(w));
+            }
+        }
+        // in registry order, for the galloping probes (`kept` only sizes the vector)
+        let mut hits = marked(marks, first, last, kept, acc);
+        for t in &self.terms[self.walked..] {
+            probe(t, &mut hits);
+        }
+        hits.retain(|h| h.score > 0.0);
+        Ranked {
+            hits,
+            complete: true,
+        }
+    }
+}
+
+/// What probing one tool in one list costs, in postings walked: chosen by instruction counts of
+/// selections on the `benches/` workloads (aws-10k 162k → 152k per select against the earlier
+/// rule, which compared binary searches in every list with all the postings; zipf-10k even).
+const PROBE_COST: usize = 4;
+
 impl Drop for Ranker<'_, '_, '_> {
     /// Clears the accumulators of the tools reached and gives the buffers back for the next
     /// query; after a panic they are dropped instead, so they are never reused dirty.
@@ -394,34 +443,6 @@ impl Drop for Ranker<'_, '_, '_> {
             .for_each(|&d| acc[d as usize] = 0.0);
         let scratch = std::mem::take(&mut self.scratch);
         SCRATCH.with(|s| *s.borrow_mut() = scratch);
-    }
-}
-
-/// Scores just `docs` (those the caller may use and `keep` accepts), each by looking it up in
-/// every term's postings in canonical order: exhaustive over a small set, with the same sums as
-/// [`rank`].
-pub fn rank_docs(
-    terms: &[Term<'_>],
-    docs: &[DocId],
-    allowed: DocMask<'_>,
-    keep: impl Fn(DocId) -> bool,
-) -> Ranked {
-    let hits = docs
-        .iter()
-        .filter(|&&doc| allowed.get(doc) == 1 && keep(doc))
-        .filter_map(|&doc| {
-            let mut score = 0f32;
-            for t in terms {
-                if let Ok(at) = t.list.docs.binary_search(&doc) {
-                    score += t.weight * f32::from(t.list.impacts[at]);
-                }
-            }
-            (score > 0.0).then_some(Hit { doc, score })
-        })
-        .collect();
-    Ranked {
-        hits,
-        complete: true,
     }
 }
 
@@ -490,6 +511,38 @@ mod tests {
             assert!(!ranked.hits.is_empty());
             assert!(ranked.hits.iter().all(|h| h.doc < 64 && h.doc % 2 == 0));
         }
+    }
+
+    #[test]
+    fn tools_scored_one_by_one_after_a_pruned_ranking_get_their_exhaustive_scores() {
+        use crate::index::tests::two_field_index;
+        let docs: Vec<String> = (0..300)
+            .map(|i| {
+                let rare = if i % 50 == 7 { " rare" } else { "" };
+                format!("ping thing{} item{}{rare}", i % 7, i % 11)
+            })
+            .collect();
+        let idx = two_field_index(docs.iter().map(|d| ("tool", d.as_str(), "", false, 10)));
+        let caller = idx.caller::<&str>(&[]);
+        let terms = idx.query_terms(&"rare ping thing3 item5".into());
+        let mut ranker = Ranker::new(&terms, idx.len(), caller.allowed_docs());
+        assert!(
+            !ranker.rank(|_| true, 2).complete,
+            "some lists should be left to probe"
+        );
+        assert!(ranker.walked > 0 && ranker.walked < terms.len());
+        // reached and unreached tools, matching and not, some refused by `keep`
+        let wanted: Vec<DocId> = (0..300).rev().step_by(3).collect();
+        let mut got = ranker.rank_docs(&wanted, |d| d % 2 == 0).hits;
+        got.sort_unstable_by_key(|h| h.doc);
+        let mut all: Vec<Hit> = idx
+            .score("rare ping thing3 item5", &caller)
+            .into_iter()
+            .filter(|h| h.doc % 3 == 2 && h.doc % 2 == 0)
+            .collect();
+        all.sort_unstable_by_key(|h| h.doc);
+        assert!(all.len() > 20);
+        assert_eq!(got, all);
     }
 
     proptest! {
