@@ -125,6 +125,8 @@ _BY_ID: dict[int, tuple[object, Perms]] = {}
 
 
 def _count(name: str, value: object) -> int:
+    if type(value) is int and 0 <= value <= UNLIMITED:  # the common case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidParameterError(f"{name} must be an int, not {type(value).__name__}")
     if value < 0:
@@ -278,6 +280,8 @@ class Index:
         return keep[positions], scores
 
     def _core_select(self, parts: list[tuple[str, float]], perms: Perms, tokens: int, cap: int | None) -> Any:
+        if self._statistics == "shared":  # no per-caller index (the default), without a call
+            return self._core.select(parts, self._mask(perms), tokens, cap)
         tenant = self._tenant(perms)
         if tenant is None:
             return self._core.select(parts, self._mask(perms), tokens, cap)
