@@ -456,12 +456,12 @@ impl Ranked {
     pub fn split(self, k: usize) -> (Vec<Hit>, Vec<Hit>) {
         let mut hits = self.hits;
         let rest = if hits.len() > k {
-            hits.select_nth_unstable_by(k, Hit::rank_cmp);
+            hits.select_nth_unstable_by_key(k, Hit::rank_key);
             hits.split_off(k)
         } else {
             Vec::new()
         };
-        hits.sort_unstable_by(Hit::rank_cmp);
+        hits.sort_unstable_by_key(Hit::rank_key);
         (hits, rest)
     }
 }
