@@ -280,9 +280,8 @@ class Index:
         return keep[positions], scores
 
     def _core_select(self, parts: list[tuple[str, float]], perms: Perms, tokens: int, cap: int | None) -> Any:
-        if self._statistics == "shared":  # no per-caller index (the default), without a call
-            return self._core.select(parts, self._mask(perms), tokens, cap)
-        tenant = self._tenant(perms)
+        # no per-caller index (the default) is known without a call
+        tenant = None if self._statistics == "shared" else self._tenant(perms)
         if tenant is None:
             return self._core.select(parts, self._mask(perms), tokens, cap)
         sub, keep, everyone = tenant
