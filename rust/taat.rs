@@ -275,8 +275,13 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     }
 
     /// The `want`-th best partial score among the reached tools that `keep` accepts, when it
-    /// beats every tool not reached yet; worth looking for only while the lists left are longer
-    /// than what a probe would touch.
+    /// beats every tool not reached yet and pruning with it pays; worth looking for only while
+    /// the lists left are longer than what a probe would touch.
+    ///
+    /// Pruning pays when it is selective: the tools that pass (a partial score that the bounds
+    /// left could lift to the threshold) are probed in the next list, a search each, where
+    /// walking that list costs one step per posting. With at least as many tools passing as the
+    /// list has postings, the list is walked instead, which also sharpens the next check.
     fn threshold(&mut self, keep: &impl Fn(DocId) -> bool, want: usize) -> Option<f32> {
         let n = self.terms.len();
         if self.walked == 0 || self.walked == n || want == 0 || want == usize::MAX {
@@ -304,7 +309,20 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 .filter(|&&d| acc[d as usize] > reach && keep(d))
                 .map(|&d| acc[d as usize].to_bits()),
         );
-        (partials.len() >= want).then(|| kth_largest(partials, want))
+        if partials.len() < want {
+            return None;
+        }
+        let theta = kth_largest(partials, want);
+        // The partial score a tool needs to pass (as `Ranker::rank` tests it); when that is no
+        // more than `reach`, tools missing from `partials` may pass too: count them all.
+        let need = theta / slack(n - self.walked) - self.rest[self.walked];
+        let passing = if need <= reach {
+            self.count
+        } else {
+            let need = need.to_bits();
+            partials.iter().filter(|&&bits| bits >= need).count()
+        };
+        (passing < self.terms[self.walked].list.len()).then_some(theta)
     }
 
     /// The matching tools that `keep` accepts, ranked at least `want` deep. Terms are walked
@@ -492,6 +510,47 @@ mod tests {
         let ranked = rank(&terms, idx.len(), caller.allowed_docs(), |_| true, 2);
         assert!(!ranked.complete, "the common list should have been probed");
         let mut all = idx.score("rare ping", &caller);
+        crate::topk::rank(&mut all);
+        let n = ranked.hits.len();
+        assert!(n >= 2 && n < all.len());
+        assert_eq!(ranked.best(n), all[..n]);
+    }
+
+    #[test]
+    fn a_short_list_that_every_reached_tool_could_pass_on_is_walked_not_probed() {
+        use crate::index::tests::two_field_index;
+        use crate::index::Query;
+        // "rare" and "mid" in 3 tools each, "ping" in all 200. "mid" is asked for with a small
+        // weight, so it comes second: after "rare" the best 2 are known, but all 3 tools reached
+        // could still pass, as many as "mid" has postings: "mid" is walked, "ping" probed.
+        let docs: Vec<(String, String)> = (0..200)
+            .map(|i| {
+                let rare = if i % 70 == 5 { " rare" } else { "" };
+                let mid = if i % 70 == 9 { " mid" } else { "" };
+                (
+                    format!("tool{i}"),
+                    format!("ping thing{}{rare}{mid}", i % 7),
+                )
+            })
+            .collect();
+        let idx = two_field_index(
+            docs.iter()
+                .map(|(n, d)| (n.as_str(), d.as_str(), "", false, 10)),
+        );
+        let caller = idx.caller::<&str>(&[]);
+        let query = Query(vec![("rare ping", 1.0), ("mid", 0.05)]);
+        let terms = idx.query_terms(&query);
+        assert_eq!(terms.len(), 3);
+        assert_eq!(
+            terms.iter().map(|t| t.list.len()).collect::<Vec<_>>(),
+            [3, 3, 200]
+        );
+        let mut ranker = Ranker::new(&terms, idx.len(), caller.allowed_docs());
+        let ranked = ranker.rank(|_| true, 2);
+        assert_eq!(ranker.walked, 2, "the short list should have been walked");
+        assert!(!ranked.complete, "the common list should have been probed");
+        drop(ranker);
+        let mut all = idx.score(query, &caller);
         crate::topk::rank(&mut all);
         let n = ranked.hits.len();
         assert!(n >= 2 && n < all.len());
