@@ -138,7 +138,7 @@ fn collect(
     passes: impl Fn(f32) -> bool,
     keep: &impl Fn(DocId) -> bool,
 ) -> (Vec<Hit>, f32) {
-    let (mut kept, mut first, mut last, mut left) = (0, usize::MAX, 0, 0f32);
+    let (mut marking, mut left) = (Marking::new(marks), 0f32);
     for &doc in reached {
         let score = acc[doc as usize];
         if !passes(score) {
@@ -146,30 +146,55 @@ fn collect(
                 left = score;
             }
         } else if keep(doc) {
-            let w = doc as usize / 64;
-            marks[w] |= 1 << (doc % 64);
-            (kept, first, last) = (kept + 1, first.min(w), last.max(w));
+            marking.mark(doc);
         }
     }
-    (marked(marks, first, last, kept, acc), left)
+    (marking.hits(acc), left)
 }
 
-/// The tools set in `marks` (words `first..=last`, `kept` of them) as hits in registry order, with
-/// their partial scores; clears the marks.
-fn marked(marks: &mut [u64], first: usize, last: usize, kept: usize, acc: &[f32]) -> Vec<Hit> {
-    let mut hits: Vec<Hit> = Vec::with_capacity(kept);
-    for (w, word) in marks.iter_mut().enumerate().take(last + 1).skip(first) {
-        let mut bits = std::mem::take(word);
-        while bits != 0 {
-            let doc = (w * 64) as DocId + bits.trailing_zeros();
-            bits &= bits - 1;
-            hits.push(Hit {
-                doc,
-                score: acc[doc as usize],
-            });
+/// Tools set one bit each in the (all clear) mark words, read back in registry order.
+struct Marking<'a> {
+    marks: &'a mut [u64],
+    /// How many are set, and the first and last words that hold them.
+    kept: usize,
+    first: usize,
+    last: usize,
+}
+
+impl<'a> Marking<'a> {
+    fn new(marks: &'a mut [u64]) -> Self {
+        Marking {
+            marks,
+            kept: 0,
+            first: usize::MAX,
+            last: 0,
         }
     }
-    hits
+
+    #[inline]
+    fn mark(&mut self, doc: DocId) {
+        let w = doc as usize / 64;
+        self.marks[w] |= 1 << (doc % 64);
+        (self.kept, self.first, self.last) = (self.kept + 1, self.first.min(w), self.last.max(w));
+    }
+
+    /// The tools marked, as hits in registry order with their partial scores; clears the marks.
+    fn hits(self, acc: &[f32]) -> Vec<Hit> {
+        let mut hits: Vec<Hit> = Vec::with_capacity(self.kept);
+        let words = self.marks.iter_mut().enumerate();
+        for (w, word) in words.take(self.last + 1).skip(self.first) {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let doc = (w * 64) as DocId + bits.trailing_zeros();
+                bits &= bits - 1;
+                hits.push(Hit {
+                    doc,
+                    score: acc[doc as usize],
+                });
+            }
+        }
+        hits
+    }
 }
 
 /// Adds term `t` to the scores of `hits` (in registry order) that it matches: a galloping merge,
@@ -422,16 +447,14 @@ impl Ranker<'_, '_, '_> {
     /// [`Ranker::rank`] for a few tools (late rounds of a selection, after the cheap ones).
     pub fn rank_docs(&mut self, docs: &[DocId], keep: impl Fn(DocId) -> bool) -> Ranked {
         let Scratch { acc, marks, .. } = &mut self.scratch;
-        let (mut kept, mut first, mut last) = (0, usize::MAX, 0);
+        let mut marking = Marking::new(marks);
         for &doc in docs {
             if self.allowed.get(doc) == 1 && keep(doc) {
-                let w = doc as usize / 64;
-                marks[w] |= 1 << (doc % 64);
-                (kept, first, last) = (kept + 1, first.min(w), last.max(w));
+                marking.mark(doc);
             }
         }
-        // in registry order, for the galloping probes (`kept` only sizes the vector)
-        let mut hits = marked(marks, first, last, kept, acc);
+        // in registry order, for the galloping probes
+        let mut hits = marking.hits(acc);
         for t in &self.terms[self.walked..] {
             probe(t, &mut hits);
         }
