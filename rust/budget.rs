@@ -66,7 +66,8 @@ impl Packer {
         };
         Packer {
             out,
-            taken: Vec::new(),
+            // a selection is a few dozen tools: one allocation instead of several growths
+            taken: Vec::with_capacity(32),
             budget,
             cap: max_taken.unwrap_or(usize::MAX),
             min_cost,

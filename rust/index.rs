@@ -346,7 +346,7 @@ impl Index {
     /// score in this order, so pruned and exhaustive scores agree to the bit.
     pub(crate) fn query_terms(&self, query: &Query<'_>) -> Vec<Term<'_>> {
         let mut tokenizer = Tokenizer::default();
-        let mut found: Vec<(TermId, f32)> = Vec::new();
+        let mut found: Vec<(TermId, f32)> = Vec::with_capacity(16);
         for &(text, weight) in &query.0 {
             // Documented clamping for the Rust API (Python refuses such weights): NaN and
             // weights ≤ 0 count as 0, weights above MAX_WEIGHT as MAX_WEIGHT.
@@ -494,7 +494,7 @@ impl Index {
         // The first round ranks every candidate, so the best-ranked tools that do not fit are
         // reported as dropped. Later rounds rank only tools not yet examined that could still
         // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
-        let mut examined: Vec<DocId> = Vec::new(); // sorted
+        let mut examined: Vec<DocId> = Vec::with_capacity(64); // sorted
         let mut limit = u64::MAX;
         // Core tools are already in: the ranking scores only the caller's other tools.
         let candidate = caller.candidates();
