@@ -23,6 +23,9 @@ MIN_FIELD_WEIGHT: float
 def tokenize(text: str) -> list[str]: ...
 def stem(word: str) -> str: ...
 
+# one text of weight 1, or (text, weight) pieces
+_QueryArg = str | list[tuple[str, float]]
+
 @final
 class Caller: ...
 
@@ -44,17 +47,17 @@ class Index:
     @staticmethod
     def from_bytes(data: bytes) -> Index: ...
     def search(
-        self, query: list[tuple[str, float]], caller: Caller, k: int
+        self, query: _QueryArg, caller: Caller, k: int
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]: ...
     def select(
-        self, query: list[tuple[str, float]], caller: Caller, budget_tokens: int, max_taken: int | None = None
+        self, query: _QueryArg, caller: Caller, budget_tokens: int, max_taken: int | None = None
     ) -> tuple[tuple[int, ...], int, int, tuple[int, ...], bool]: ...
     def search_many(
-        self, queries: list[list[tuple[str, float]]], caller: Caller, k: int
+        self, queries: list[_QueryArg], caller: Caller, k: int
     ) -> list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]]: ...
     def select_many(
         self,
-        queries: list[list[tuple[str, float]]],
+        queries: list[_QueryArg],
         caller: Caller,
         budget_tokens: int,
         max_taken: int | None = None,

@@ -70,6 +70,10 @@ class Dropped(NamedTuple):
     reason: str
 
 
+Packed = tuple[tuple[int, ...], int, int, tuple[int, ...], bool]
+"""A packing from the core: ``(positions, num_core, tokens, dropped, core_over_budget)``."""
+
+
 class Selection(Sequence[int]):
     """Registry positions chosen for one request: core tools first, then the rest, in registry order.
 
@@ -77,46 +81,39 @@ class Selection(Sequence[int]):
     sequence of the same positions.
     """
 
-    __slots__ = ("_core_over", "_dropped", "_index", "_num_core", "_positions", "budget", "tokens")
+    __slots__ = ("_index", "_packed", "budget")
 
-    def __init__(
-        self,
-        index: Index,
-        positions: tuple[int, ...],
-        num_core: int,
-        tokens: int,
-        budget: int | None,
-        dropped: tuple[int, ...],
-        core_over_budget: bool,
-    ) -> None:
+    def __init__(self, index: Index, packed: Packed, budget: int | None) -> None:
         self._index = index
-        self._positions = positions
-        self._num_core = num_core
-        self._dropped = dropped
-        self._core_over = core_over_budget
-        self.tokens: int = tokens
-        """Tokens the selected definitions cost."""
+        # the core's packing as it came: (positions, num_core, tokens, dropped, core_over_budget),
+        # kept whole (one selection per request: unpacking it costs more than reading it)
+        self._packed = packed
         self.budget: int | None = budget
         """The budget asked for (``None``: unlimited)."""
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the selected definitions cost."""
+        return self._packed[2]
 
     @overload
     def __getitem__(self, i: int) -> int: ...
     @overload
     def __getitem__(self, i: slice) -> Sequence[int]: ...
     def __getitem__(self, i: int | slice) -> int | Sequence[int]:
-        return self._positions[i]
+        return self._packed[0][i]
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return len(self._packed[0])
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._positions)
+        return iter(self._packed[0])
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Selection):
-            return self._positions == other._positions
+            return self._packed[0] == other._packed[0]
         if isinstance(other, Sequence) and not isinstance(other, str):
-            return self._positions == tuple(other)
+            return self._packed[0] == tuple(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -127,12 +124,12 @@ class Selection(Sequence[int]):
     @property
     def positions(self) -> tuple[int, ...]:
         """Registry positions, core tools first."""
-        return self._positions
+        return self._packed[0]
 
     @property
     def tools(self) -> tuple[Tool, ...]:
         """The selected tools, in output order."""
-        return tuple(self._index.tool(i) for i in self._positions)
+        return tuple(self._index.tool(i) for i in self._packed[0])
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -142,7 +139,7 @@ class Selection(Sequence[int]):
     @property
     def core(self) -> tuple[str, ...]:
         """Names of the core tools in the selection."""
-        return self.names[: self._num_core]
+        return self.names[: self._packed[1]]
 
     @property
     def dropped(self) -> tuple[Dropped, ...]:
@@ -150,14 +147,15 @@ class Selection(Sequence[int]):
         order. Only tools the packer examined are listed: the first batch of candidates (about
         what the budget can hold), then, while budget is left, only tools cheap enough to fit."""
         idx = self._index
-        return tuple(Dropped(idx.tool(i), i, idx.cost(i), "over_budget") for i in self._dropped)
+        return tuple(Dropped(idx.tool(i), i, idx.cost(i), "over_budget") for i in self._packed[3])
 
     @property
     def note(self) -> str | None:
         """Why the selection is smaller than one might expect, if it is."""
-        if self._core_over:
+        _, num_core, _, dropped, core_over = self._packed
+        if core_over:
             return "the core tools alone exceed the budget; no other tool was added"
-        if len(self._dropped) and len(self) == self._num_core:
+        if dropped and len(self) == num_core:
             return "no matching tool fits in the budget left after the core tools"
         return None
 

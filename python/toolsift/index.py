@@ -71,15 +71,13 @@ def _join(perms: Sequence[Any]) -> str | None:
 
 
 def _caller(caller: Caller) -> Perms:
-    immutable = type(caller) in (tuple, frozenset)
-    if immutable:
-        # The very same tuple or frozenset seen before: same strings, so the same answer. The
-        # entry holds the object, so its id cannot be reused by another while it is cached.
-        seen = _BY_ID.get(id(caller))
-        if seen is not None and seen[0] is caller:
-            return seen[1]
+    # The very same tuple or frozenset seen before (only those are stored): same strings, so the
+    # same answer. The entry holds the object, so its id cannot be reused by another while cached.
+    seen = _BY_ID.get(id(caller))
+    if seen is not None and seen[0] is caller:
+        return seen[1]
     found = _validate(caller)
-    if immutable:
+    if type(caller) in (tuple, frozenset):
         if len(_BY_ID) >= MAX_CALLERS:
             _BY_ID.clear()
         _BY_ID[id(caller)] = (caller, found)
@@ -271,7 +269,7 @@ class Index:
                 self._masks[perms.key] = found
         return found
 
-    def _core_search(self, parts: list[tuple[str, float]], perms: Perms, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _core_search(self, parts: str | list[tuple[str, float]], perms: Perms, k: int) -> tuple[np.ndarray, np.ndarray]:
         tenant = self._tenant(perms)
         if tenant is None:
             return self._core.search(parts, self._mask(perms), k)
@@ -279,7 +277,7 @@ class Index:
         positions, scores = sub.search(parts, everyone, k)
         return keep[positions], scores
 
-    def _core_select(self, parts: list[tuple[str, float]], perms: Perms, tokens: int, cap: int | None) -> Any:
+    def _core_select(self, parts: str | list[tuple[str, float]], perms: Perms, tokens: int, cap: int | None) -> Any:
         # no per-caller index (the default) is known without a call
         tenant = None if self._statistics == "shared" else self._tenant(perms)
         if tenant is None:
@@ -443,8 +441,7 @@ class Index:
         else:
             order = np.array([h.position for h in self._ranking(Query.of(query), perms, self._depth)], dtype=np.uint32)
             packed = self._core.select_ranked(order, self._mask(perms), tokens, cap)
-        sel, num_core, used, dropped, over = packed
-        return Selection(self, sel, num_core, used, budget, dropped, over)
+        return Selection(self, packed, budget)
 
     def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
@@ -464,7 +461,7 @@ class Index:
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.select(q, perms.names, budget, k=k) for q in queries]
         batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
-        return [Selection(self, sel, nc, used, budget, dropped, over) for sel, nc, used, dropped, over in batch]
+        return [Selection(self, packed, budget) for packed in batch]
 
 
 def _number(name: str, value: object) -> float:
@@ -473,9 +470,9 @@ def _number(name: str, value: object) -> float:
     return float(value)
 
 
-def _query(query: str | Query) -> list[tuple[str, float]]:
-    if type(query) is str:  # the common case, without building a Query
-        return [(query, 1.0)]
+def _query(query: str | Query) -> str | list[tuple[str, float]]:
+    if type(query) is str:  # the common case: the core takes the text as it is
+        return query
     return list(Query.of(query).parts)
 
 

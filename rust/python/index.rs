@@ -54,9 +54,21 @@ fn check_len(field: &'static str, got: usize, expected: usize) -> Result<(), Err
     }
 }
 
-/// A query from `(text, weight)` pairs.
-fn parts(query: &[(String, f32)]) -> Query<'_> {
-    Query(query.iter().map(|(t, w)| (t.as_str(), *w)).collect())
+/// A query as Python passes it: one text of weight 1 (the common case, without building a list
+/// of pairs on either side), or `(text, weight)` pairs.
+#[derive(FromPyObject)]
+enum QueryArg {
+    Text(String),
+    Parts(Vec<(String, f32)>),
+}
+
+impl QueryArg {
+    fn query(&self) -> Query<'_> {
+        match self {
+            QueryArg::Text(text) => Query::from(text.as_str()),
+            QueryArg::Parts(parts) => Query(parts.iter().map(|(t, w)| (t.as_str(), *w)).collect()),
+        }
+    }
 }
 
 /// Builds the core index from column-major inputs (one list per field, one entry per tool).
@@ -146,12 +158,12 @@ impl PyIndex {
     fn search<'py>(
         &self,
         py: Python<'py>,
-        query: Vec<(String, f32)>,
+        query: QueryArg,
         caller: &PyCaller,
         k: usize,
     ) -> PyResult<HitArrays<'py>> {
         let (idx, mask) = (&*self.inner, self.mask(caller)?);
-        let hits = detached(py, move || idx.search(parts(&query), mask, k))?;
+        let hits = detached(py, move || idx.search(query.query(), mask, k))?;
         Ok(convert::hits(py, hits))
     }
 
@@ -160,14 +172,14 @@ impl PyIndex {
     fn select<'py>(
         &self,
         py: Python<'py>,
-        query: Vec<(String, f32)>,
+        query: QueryArg,
         caller: &PyCaller,
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> PyResult<PackingTuple<'py>> {
         let (idx, mask) = (&*self.inner, self.mask(caller)?);
         let packing = detached(py, move || {
-            idx.select(parts(&query), mask, budget_tokens, max_taken)
+            idx.select(query.query(), mask, budget_tokens, max_taken)
         })?;
         convert::packing(py, packing)
     }
@@ -176,7 +188,7 @@ impl PyIndex {
     fn search_many<'py>(
         &self,
         py: Python<'py>,
-        queries: Vec<Vec<(String, f32)>>,
+        queries: Vec<QueryArg>,
         caller: &PyCaller,
         k: usize,
     ) -> PyResult<Vec<HitArrays<'py>>> {
@@ -184,7 +196,7 @@ impl PyIndex {
         let all = detached(py, move || {
             queries
                 .iter()
-                .map(|q| idx.search(parts(q), mask, k))
+                .map(|q| idx.search(q.query(), mask, k))
                 .collect::<Vec<_>>()
         })?;
         Ok(all
@@ -198,7 +210,7 @@ impl PyIndex {
     fn select_many<'py>(
         &self,
         py: Python<'py>,
-        queries: Vec<Vec<(String, f32)>>,
+        queries: Vec<QueryArg>,
         caller: &PyCaller,
         budget_tokens: u64,
         max_taken: Option<usize>,
@@ -207,7 +219,7 @@ impl PyIndex {
         let all = detached(py, move || {
             queries
                 .iter()
-                .map(|q| idx.select(parts(q), mask, budget_tokens, max_taken))
+                .map(|q| idx.select(q.query(), mask, budget_tokens, max_taken))
                 .collect::<Vec<_>>()
         })?;
         all.into_iter().map(|p| convert::packing(py, p)).collect()
