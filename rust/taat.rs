@@ -49,8 +49,9 @@ struct Scratch {
     touched: Vec<DocId>,
     /// Tools to probe, one bit each, set and cleared within one call of `Ranker::rank`.
     marks: Vec<u64>,
-    /// Positive scores (as bits, which order like the scores), reused between checks.
-    partials: Vec<u32>,
+    /// Positive scores (as bits, which order like the scores) in the high half, the tool in the
+    /// low half; reused between checks.
+    partials: Vec<u64>,
 }
 
 thread_local! {
@@ -64,11 +65,16 @@ fn slack(remaining: usize) -> f32 {
     1.0 + (remaining as f32 + 1.0) * 2.0 * f32::EPSILON
 }
 
-/// The `k`-th largest (1-based, `k <= bits.len()`) of positive scores given as their bits: the
-/// bits of positive floats order like the floats, and integers compare cheaper.
-fn kth_largest(bits: &mut [u32], k: usize) -> f32 {
-    let at = bits.len() - k;
-    f32::from_bits(*bits.select_nth_unstable(at).1)
+/// A positive score and its tool as one integer that orders like the score: the bits of positive
+/// floats order like the floats, and integers compare cheaper.
+fn keyed(score: f32, doc: DocId) -> u64 {
+    u64::from(score.to_bits()) << 32 | u64::from(doc)
+}
+
+/// The `k`-th largest (1-based, `k <= keys.len()`) of scores given as [`keyed`] keys.
+fn kth_largest(keys: &mut [u64], k: usize) -> f32 {
+    let at = keys.len() - k;
+    f32::from_bits((*keys.select_nth_unstable(at).1 >> 32) as u32)
 }
 
 /// Every impact level as a float (a table lookup is cheaper than a conversion per posting).
@@ -127,19 +133,19 @@ fn walk(
     count
 }
 
-/// The reached tools that `keep` accepts and whose partial score `passes`, as hits in registry
-/// order (set in `marks`, all clear on return, then read back in order), and the largest partial
-/// score among the tools that do not pass (0 when none).
+/// The tools of `reached` that `keep` accepts and whose partial score `passes`, as hits in
+/// registry order (set in `marks`, all clear on return, then read back in order), and the largest
+/// partial score among the tools that do not pass (0 when none).
 #[inline(never)]
 fn collect(
-    reached: &[DocId],
+    reached: impl Iterator<Item = DocId>,
     acc: &[f32],
     marks: &mut [u64],
     passes: impl Fn(f32) -> bool,
     keep: &impl Fn(DocId) -> bool,
 ) -> (Vec<Hit>, f32) {
     let (mut marking, mut left) = (Marking::new(marks), 0f32);
-    for &doc in reached {
+    for doc in reached {
         let score = acc[doc as usize];
         if !passes(score) {
             if score > left {
@@ -256,6 +262,9 @@ pub struct Ranker<'t, 'p, 'm> {
     rest: Vec<f32>,
     /// Postings of the terms not walked yet.
     rest_postings: usize,
+    /// Set by a check that found a threshold: a partial score above which `scratch.partials`
+    /// holds every reached tool that `keep` accepts, and below which none can pass.
+    covered: Option<f32>,
 }
 
 impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
@@ -282,6 +291,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             walked: 0,
             rest,
             rest_postings: terms.iter().map(|t| t.list.len()).sum(),
+            covered: None,
         }
     }
 
@@ -308,6 +318,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     /// walking that list costs one step per posting. With at least as many tools passing as the
     /// list has postings, the list is walked instead, which also sharpens the next check.
     fn threshold(&mut self, keep: &impl Fn(DocId) -> bool, want: usize) -> Option<f32> {
+        self.covered = None;
         let n = self.terms.len();
         if self.walked == 0 || self.walked == n || want == 0 || want == usize::MAX {
             return None;
@@ -332,7 +343,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             touched[..self.count]
                 .iter()
                 .filter(|&&d| acc[d as usize] > reach && keep(d))
-                .map(|&d| acc[d as usize].to_bits()),
+                .map(|&d| keyed(acc[d as usize], d)),
         );
         if partials.len() < want {
             return None;
@@ -344,9 +355,13 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         let passing = if need <= reach {
             self.count
         } else {
-            let need = need.to_bits();
-            partials.iter().filter(|&&bits| bits >= need).count()
+            let need = keyed(need, 0);
+            partials.iter().filter(|&&key| key >= need).count()
         };
+        // A tool left out of `partials` scores at most `reach`; when even that cannot pass (as
+        // `Ranker::rank` tests it), collecting needs to read `partials` only.
+        let most = (reach + self.rest[self.walked]) * slack(n - self.walked);
+        self.covered = (most < theta).then_some(reach);
         (passing < self.terms[self.walked].list.len()).then_some(theta)
     }
 
@@ -396,7 +411,17 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         // grows with the partial score, so that one bounds them all.
         let (rest, margin) = (self.rest[walked], slack(n - walked));
         let most = |score: f32| (score + rest) * margin;
-        let (mut hits, left) = collect(reached, acc, marks, |s| most(s) >= theta, &keep);
+        let passes = |s| most(s) >= theta;
+        let (mut hits, left) = match self.covered {
+            // Every tool outside `partials` that `keep` accepts scores at most `low`, which does
+            // not pass: only `partials` needs reading (often a small part of the tools reached).
+            Some(low) => {
+                let above = partials.iter().map(|&key| key as DocId);
+                let (hits, left) = collect(above, acc, marks, passes, &keep);
+                (hits, left.max(low))
+            }
+            None => collect(reached.iter().copied(), acc, marks, passes, &keep),
+        };
         let mut floor = most(left);
         // Probe the remaining lists for the tools kept, adding in canonical term order.
         for (j, t) in self.terms.iter().enumerate().skip(walked) {
@@ -404,7 +429,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 // Scores only grow: the want-th best so far is a lower bound on the final
                 // want-th best, so a tool that cannot reach it with the terms left is out too.
                 partials.clear();
-                partials.extend(hits.iter().map(|h| h.score.to_bits()));
+                partials.extend(hits.iter().map(|h| keyed(h.score, h.doc)));
                 let th = kth_largest(partials, want);
                 let (rest, margin) = (self.rest[j], slack(n - j));
                 let most = |score: f32| (score + rest) * margin;
