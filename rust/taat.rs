@@ -8,8 +8,9 @@
 //! reached (a merge that searches or steps through the list), instead of walked in full. What
 //! comes out is a ranking that is exact for every tool scoring above the largest score an
 //! unreached tool could still have: the prefix of the exhaustive ranking, bit for bit, since
-//! every tool's contributions are summed in the same canonical order the exhaustive path uses. Every bound is widened by the most that
-//! rounding can add (see `slack`), so no tool is left out by a last-bit difference.
+//! every tool's contributions are summed in the same canonical order the exhaustive path uses.
+//! Every bound is widened by the most that rounding can add (see `slack`), so no tool is left out
+//! by a last-bit difference.
 //!
 //! Typical queries mix a few rare words with common ones whose postings make up most of the work;
 //! those are the lists that get probed, so the work follows the rare terms, not the catalog.
