@@ -66,6 +66,14 @@ fn slack(remaining: usize) -> f32 {
     1.0 + (remaining as f32 + 1.0) * 2.0 * f32::EPSILON
 }
 
+/// The most a partial score can become when the terms left (`remaining` of them, their bounds
+/// summing to `rest`) are added: one expression for every test that prunes with it, so that a
+/// check and the collection it licenses agree to the bit. It grows with the partial score.
+fn lift(rest: f32, remaining: usize) -> impl Fn(f32) -> f32 {
+    let margin = slack(remaining);
+    move |score| (score + rest) * margin
+}
+
 /// A positive score and its tool as one integer that orders like the score: the bits of positive
 /// floats order like the floats, and integers compare cheaper.
 fn keyed(score: f32, doc: DocId) -> u64 {
@@ -286,8 +294,14 @@ pub struct Ranker<'t, 'p, 'm> {
     rest: Vec<f32>,
     /// Postings of the terms not walked yet.
     rest_postings: usize,
-    /// Set by a check that found a threshold: a partial score above which `scratch.partials`
-    /// holds every reached tool that `keep` accepts, and below which none can pass.
+}
+
+/// What a check that prunes found.
+struct Cut {
+    /// The `want`-th best partial score: a tool that cannot reach it is left out.
+    theta: f32,
+    /// A partial score above which `scratch.partials` holds every reached tool that `keep`
+    /// accepts, and at or below which none can pass (when there is one).
     covered: Option<f32>,
 }
 
@@ -315,7 +329,6 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             walked: 0,
             rest,
             rest_postings: terms.iter().map(|t| t.list.len()).sum(),
-            covered: None,
         }
     }
 
@@ -341,8 +354,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     /// left could lift to the threshold) are probed in the next list, a search each, where
     /// walking that list costs one step per posting. With at least as many tools passing as the
     /// list has postings, the list is walked instead, which also sharpens the next check.
-    fn threshold(&mut self, keep: &impl Fn(DocId) -> bool, want: usize) -> Option<f32> {
-        self.covered = None;
+    fn threshold(&mut self, keep: &impl Fn(DocId) -> bool, want: usize) -> Option<Cut> {
         let n = self.terms.len();
         if self.walked == 0 || self.walked == n || want == 0 || want == usize::MAX {
             return None;
@@ -384,9 +396,9 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         };
         // A tool left out of `partials` scores at most `reach`; when even that cannot pass (as
         // `Ranker::rank` tests it), collecting needs to read `partials` only.
-        let most = (reach + self.rest[self.walked]) * slack(n - self.walked);
-        self.covered = (most < theta).then_some(reach);
-        (passing < self.terms[self.walked].list.len()).then_some(theta)
+        let most = lift(self.rest[self.walked], n - self.walked);
+        let covered = (most(reach) < theta).then_some(reach);
+        (passing < self.terms[self.walked].list.len()).then_some(Cut { theta, covered })
     }
 
     /// The matching tools that `keep` accepts, ranked at least `want` deep. Terms are walked
@@ -397,12 +409,15 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     /// scores exhaustively.
     pub fn rank(&mut self, keep: impl Fn(DocId) -> bool, want: usize) -> Ranked {
         let n = self.terms.len();
-        let theta = loop {
-            if let Some(th) = self.threshold(&keep, want) {
-                break th;
+        let Cut { theta, covered } = loop {
+            if let Some(cut) = self.threshold(&keep, want) {
+                break cut;
             }
             if self.walked == n {
-                break f32::INFINITY;
+                break Cut {
+                    theta: f32::INFINITY,
+                    covered: None,
+                };
             }
             self.walk_next();
         };
@@ -433,10 +448,9 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         // Every tool left out, reached or not, scores at most `floor`: the most that the terms
         // left can bring to the best partial score left out (0 for a tool not reached); `most`
         // grows with the partial score, so that one bounds them all.
-        let (rest, margin) = (self.rest[walked], slack(n - walked));
-        let most = |score: f32| (score + rest) * margin;
+        let most = lift(self.rest[walked], n - walked);
         let passes = |s| most(s) >= theta;
-        let (mut hits, left) = match self.covered {
+        let (mut hits, left) = match covered {
             // Every tool outside `partials` that `keep` accepts scores at most `low`, which does
             // not pass: only `partials` needs reading (often a small part of the tools reached).
             Some(low) => {
@@ -455,8 +469,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 partials.clear();
                 partials.extend(hits.iter().map(|h| keyed(h.score, h.doc)));
                 let th = kth_largest(partials, want);
-                let (rest, margin) = (self.rest[j], slack(n - j));
-                let most = |score: f32| (score + rest) * margin;
+                let most = lift(self.rest[j], n - j);
                 let mut left = 0f32;
                 hits.retain(|h| {
                     let out = most(h.score) < th;
