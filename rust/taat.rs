@@ -48,8 +48,8 @@ struct Scratch {
     acc: Vec<f32>,
     /// The tools reached, in first-touch order.
     touched: Vec<DocId>,
-    /// Tools to probe, one bit each, set and cleared within one call of `Ranker::rank`.
-    marks: Vec<u64>,
+    /// Tools to probe, set and cleared within one call of `Ranker::rank`.
+    marks: Marks,
     /// Positive scores (as bits, which order like the scores) in the high half, the tool in the
     /// low half; reused between checks.
     partials: Vec<u64>,
@@ -149,7 +149,7 @@ fn walk(
 fn collect(
     reached: impl Iterator<Item = DocId>,
     acc: &[f32],
-    marks: &mut [u64],
+    marks: &mut Marks,
     passes: impl Fn(f32) -> bool,
     keep: &impl Fn(DocId) -> bool,
 ) -> (Vec<Hit>, f32) {
@@ -167,45 +167,66 @@ fn collect(
     (marking.hits(acc), left)
 }
 
-/// Tools set one bit each in the (all clear) mark words, read back in registry order.
+/// A set of tools as bits, one per tool, with a second level (one bit per word of the first) so
+/// that reading back a few tools spread over a large catalog skips the empty words. All clear
+/// between uses.
+#[derive(Default)]
+struct Marks {
+    words: Vec<u64>,
+    summary: Vec<u64>,
+}
+
+impl Marks {
+    fn new(num_docs: usize) -> Self {
+        let words = num_docs.div_ceil(64);
+        Marks {
+            words: vec![0; words],
+            summary: vec![0; words.div_ceil(64)],
+        }
+    }
+}
+
+/// Tools set one bit each in the (all clear) marks, read back in registry order.
 struct Marking<'a> {
-    marks: &'a mut [u64],
-    /// How many are set, and the first and last words that hold them.
+    marks: &'a mut Marks,
+    /// How many are set.
     kept: usize,
-    first: usize,
-    last: usize,
 }
 
 impl<'a> Marking<'a> {
-    fn new(marks: &'a mut [u64]) -> Self {
-        Marking {
-            marks,
-            kept: 0,
-            first: usize::MAX,
-            last: 0,
-        }
+    fn new(marks: &'a mut Marks) -> Self {
+        Marking { marks, kept: 0 }
     }
 
     #[inline]
     fn mark(&mut self, doc: DocId) {
         let w = doc as usize / 64;
-        self.marks[w] |= 1 << (doc % 64);
-        (self.kept, self.first, self.last) = (self.kept + 1, self.first.min(w), self.last.max(w));
+        self.marks.words[w] |= 1 << (doc % 64);
+        self.marks.summary[w / 64] |= 1 << (w % 64);
+        self.kept += 1;
     }
 
     /// The tools marked, as hits in registry order with their partial scores; clears the marks.
     fn hits(self, acc: &[f32]) -> Vec<Hit> {
         let mut hits: Vec<Hit> = Vec::with_capacity(self.kept);
-        let words = self.marks.iter_mut().enumerate();
-        for (w, word) in words.take(self.last + 1).skip(self.first) {
-            let mut bits = std::mem::take(word);
-            while bits != 0 {
-                let doc = (w * 64) as DocId + bits.trailing_zeros();
-                bits &= bits - 1;
-                hits.push(Hit {
-                    doc,
-                    score: acc[doc as usize],
-                });
+        let Marks { words, summary } = self.marks;
+        for (s, top) in summary.iter_mut().enumerate() {
+            if hits.len() == self.kept {
+                break;
+            }
+            let mut ws = std::mem::take(top);
+            while ws != 0 {
+                let w = s * 64 + ws.trailing_zeros() as usize;
+                ws &= ws - 1;
+                let mut bits = std::mem::take(&mut words[w]);
+                while bits != 0 {
+                    let doc = (w * 64) as DocId + bits.trailing_zeros();
+                    bits &= bits - 1;
+                    hits.push(Hit {
+                        doc,
+                        score: acc[doc as usize],
+                    });
+                }
             }
         }
         hits
@@ -314,7 +335,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             scratch.acc = vec![0f32; num_docs];
             // A tool is recorded once; the extra slot takes the unconditional write after the last.
             scratch.touched = vec![0; num_docs + 1];
-            scratch.marks = vec![0; num_docs.div_ceil(64)];
+            scratch.marks = Marks::new(num_docs);
         }
         let n = terms.len();
         let mut rest = vec![0f32; n + 1];
@@ -690,6 +711,24 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn marked_tools_are_read_back_in_registry_order_and_the_marks_left_clear(docs in proptest::collection::vec(0u32..20_000, 0..300)) {
+            // 20,000 tools: more than one word of the second level
+            let mut marks = Marks::new(20_000);
+            let acc: Vec<f32> = (0..20_000).map(|d| d as f32 + 0.5).collect();
+            let mut marking = Marking::new(&mut marks);
+            let mut want = docs.clone();
+            want.sort_unstable();
+            want.dedup();
+            for &d in &want {
+                marking.mark(d);
+            }
+            let hits = marking.hits(&acc);
+            prop_assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), want);
+            prop_assert!(hits.iter().all(|h| h.score == acc[h.doc as usize]));
+            prop_assert!(marks.words.iter().chain(&marks.summary).all(|&w| w == 0));
+        }
+
         #[test]
         fn gallop_finds_the_first_position_not_below(mut docs in proptest::collection::vec(0u32..200, 0..80), from in 0usize..80, doc in 0u32..210) {
             docs.sort_unstable();
