@@ -384,7 +384,9 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         if self.rest_postings <= self.count {
             return None;
         }
-        let reach = self.rest[self.walked] * slack(n - self.walked);
+        let most = lift(self.rest[self.walked], n - self.walked);
+        // The most a tool not reached yet can score.
+        let reach = most(0.0);
         // No partial score exceeds the bounds of the terms walked (skipping a check is safe).
         if self.rest[0] - self.rest[self.walked] <= reach {
             return None;
@@ -418,7 +420,6 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         };
         // A tool left out of `partials` scores at most `reach`; when even that cannot pass (as
         // `Ranker::rank` tests it), collecting needs to read `partials` only.
-        let most = lift(self.rest[self.walked], n - self.walked);
         let covered = (most(reach) < theta).then_some(reach);
         (passing < self.terms[self.walked].list.len()).then_some(Cut { theta, covered })
     }
