@@ -320,7 +320,8 @@ pub struct Ranker<'t, 'p, 'm> {
 
 /// What a check that prunes found.
 struct Cut {
-    /// The `want`-th best partial score: a tool that cannot reach it is left out.
+    /// A score that `want` tools reach (the `want`-th best partial score, or better): a tool
+    /// that cannot reach it is left out.
     theta: f32,
     /// A partial score above which `scratch.partials` holds every reached tool that `keep`
     /// accepts, and at or below which none can pass (when there is one).
@@ -376,6 +377,12 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
     /// left could lift to the threshold) are probed in the next list, a search each, where
     /// walking that list costs one step per posting. With at least as many tools passing as the
     /// list has postings, the list is walked instead, which also sharpens the next check.
+    ///
+    /// When many more tools pass than are wanted, the threshold is raised to exact scores: the
+    /// `want` tools with the best partial scores are scored in full (probing the lists left, in
+    /// canonical order, so their sums are those of exhaustive scoring), and the least of their
+    /// scores, which `want` tools reach, is at least their partial one. The tools that the bounds
+    /// left cannot lift to it are then left out before they are collected and probed.
     fn threshold(&mut self, keep: &impl Fn(DocId) -> bool, want: usize) -> Option<Cut> {
         let n = self.terms.len();
         if self.walked == 0 || self.walked == n || want == 0 || want == usize::MAX {
@@ -408,20 +415,44 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         if partials.len() < want {
             return None;
         }
-        let theta = kth_largest(partials, want);
-        // The partial score a tool needs to pass (as `Ranker::rank` tests it); when that is no
-        // more than `reach`, tools missing from `partials` may pass too: count them all.
-        let need = theta / slack(n - self.walked) - self.rest[self.walked];
-        let passing = if need <= reach {
-            self.count
-        } else {
-            let need = keyed(need, 0);
-            partials.iter().filter(|&&key| key >= need).count()
+        let mut theta = kth_largest(partials, want);
+        // How many reached tools pass on `theta` (as `Ranker::rank` tests them): those of
+        // `partials` with the partial score it needs, or every tool reached when that is no
+        // more than `reach` (tools missing from `partials` may pass too).
+        let passing = |theta: f32, partials: &[u64]| {
+            let need = theta / slack(n - self.walked) - self.rest[self.walked];
+            if need <= reach {
+                self.count
+            } else {
+                let need = keyed(need, 0);
+                partials.iter().filter(|&&key| key >= need).count()
+            }
         };
+        let mut pass = passing(theta, partials);
+        if pass >= RAISE_FROM * want {
+            // `kth_largest` left the `want` best partial scores at the end
+            let mut best: Vec<Hit> = partials[partials.len() - want..]
+                .iter()
+                .map(|&key| Hit {
+                    doc: key as DocId,
+                    score: f32::from_bits((key >> 32) as u32),
+                })
+                .collect();
+            best.sort_unstable_by_key(|h| h.doc);
+            for t in &self.terms[self.walked..] {
+                probe(t, &mut best);
+            }
+            let least = best.iter().map(|h| h.score).fold(f32::INFINITY, f32::min);
+            theta = theta.max(least);
+            pass = passing(theta, partials);
+        }
+        if pass >= self.terms[self.walked].list.len() {
+            return None;
+        }
         // A tool left out of `partials` scores at most `reach`; when even that cannot pass (as
         // `Ranker::rank` tests it), collecting needs to read `partials` only.
         let covered = (most(reach) < theta).then_some(reach);
-        (passing < self.terms[self.walked].list.len()).then_some(Cut { theta, covered })
+        Some(Cut { theta, covered })
     }
 
     /// The matching tools that `keep` accepts, ranked at least `want` deep. Terms are walked
@@ -491,7 +522,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 // want-th best, so a tool that cannot reach it with the terms left is out too.
                 partials.clear();
                 partials.extend(hits.iter().map(|h| keyed(h.score, h.doc)));
-                let th = kth_largest(partials, want);
+                let th = kth_largest(partials, want).max(theta);
                 let most = lift(self.rest[j], n - j);
                 let mut left = 0f32;
                 hits.retain(|h| {
@@ -550,6 +581,18 @@ impl Ranker<'_, '_, '_> {
         }
     }
 }
+
+/// Tools that could pass, per tool wanted, from which a check's threshold is raised by scoring
+/// the best `want` in full (see `Ranker::threshold`). Raising costs a search per tool wanted in
+/// each list left; it can save a probe (or, before the cut, a walk) per passing tool. A search
+/// for a lone tool in a long list costs several times a step of a dense merge (12-90 against
+/// 5-12 ns per tool at aws-100k and zipf-100k, timed per probe in a /tmp build), so this keeps
+/// the cost of raising to a small part of what it can save. Timed per phase (/tmp build) at 32,
+/// raising costs zipf-100k (73 wanted, often 30-50 times as many passing) 5 µs per select
+/// against 1.5 µs saved; at 128 aws-100k keeps its gain and zipf-100k does not raise.
+/// Rankings do not depend on it: the tests raise from 4, so that the small catalogs of the
+/// property tests take this path too.
+const RAISE_FROM: usize = if cfg!(test) { 4 } else { 128 };
 
 /// What probing one tool in one list costs, in postings walked: chosen by instruction counts of
 /// selections on the `benches/` workloads (aws-10k 162k → 152k per select against the earlier
@@ -678,6 +721,40 @@ mod tests {
             assert!(!ranked.hits.is_empty());
             assert!(ranked.hits.iter().all(|h| h.doc < 64 && h.doc % 2 == 0));
         }
+    }
+
+    #[test]
+    fn a_threshold_raised_to_exact_scores_keeps_the_best_tool_on_it() {
+        use crate::index::tests::two_field_index;
+        // "acme" in 200 tools of the same length, "ping" in all 2000. After "acme" every one of
+        // the 200 has the same partial score and could pass on it, more than `RAISE_FROM` times
+        // the one wanted: the threshold is raised to the full score of the tool with the best
+        // partial score (among equals, the last: tool 1990), which also has the most "ping"s.
+        // That score is the best, so the raised threshold is met exactly by the tool that must
+        // be found.
+        let docs: Vec<String> = (0..2000)
+            .map(|i| match i {
+                1990 => "acme ping ping ping".to_owned(),
+                i if i % 10 == 0 => format!("acme ping qq{i} rr{i}"),
+                i => format!("ping ss{i} tt{i} uu{i}"),
+            })
+            .collect();
+        let idx = two_field_index(docs.iter().map(|d| ("tool", d.as_str(), "", false, 10)));
+        let caller = idx.caller::<&str>(&[]);
+        let terms = idx.query_terms(&"acme ping".into());
+        assert_eq!(
+            terms.iter().map(|t| t.list.len()).collect::<Vec<_>>(),
+            [200, 2000]
+        );
+        let mut ranker = Ranker::new(&terms, idx.len(), caller.allowed_docs());
+        let ranked = ranker.rank(|_| true, 1);
+        assert!(!ranked.complete, "the common list should have been probed");
+        assert_eq!(ranker.walked, 1);
+        drop(ranker);
+        let mut all = idx.score("acme ping", &caller);
+        crate::topk::rank(&mut all);
+        assert_eq!(all[0].doc, 1990);
+        assert_eq!(ranked.best(1), all[..1]);
     }
 
     #[test]
