@@ -618,20 +618,41 @@ impl Drop for Ranker<'_, '_, '_> {
 impl Ranked {
     /// The `k` best hits, best first.
     pub fn best(self, k: usize) -> Vec<Hit> {
-        self.split(k).0
+        self.split(k, 0).0
     }
 
-    /// The `k` best hits, best first, and the others (unordered), which rank below them.
-    pub fn split(self, k: usize) -> (Vec<Hit>, Vec<Hit>) {
-        let mut hits = self.hits;
-        let rest = if hits.len() > k {
+    /// The `k` best hits, best first, and after them (unordered) the others when there are no
+    /// more than `depth` of them; else those scoring above the best one left out, which may be
+    /// fewer than `depth`. The rest, with `complete`, is a `Ranked` too: every matching tool
+    /// wanted, or every one scoring above a floor.
+    pub fn split(self, k: usize, depth: usize) -> (Vec<Hit>, Ranked) {
+        let (mut hits, mut complete) = (self.hits, self.complete);
+        let mut floor = None;
+        if hits.len() > k.saturating_add(depth) {
+            let end = k + depth;
+            hits.select_nth_unstable_by_key(end, Hit::rank_key);
+            floor = Some(hits[end].score);
+            hits.truncate(end);
+            complete = false;
+        }
+        let mut rest = if hits.len() > k {
             hits.select_nth_unstable_by_key(k, Hit::rank_key);
             hits.split_off(k)
         } else {
             Vec::new()
         };
+        if let Some(floor) = floor {
+            // ties with the one left out go too (the best `k` stay, tied or not)
+            rest.retain(|h| h.score > floor);
+        }
         hits.sort_unstable_by_key(Hit::rank_key);
-        (hits, rest)
+        (
+            hits,
+            Ranked {
+                hits: rest,
+                complete,
+            },
+        )
     }
 }
 
@@ -721,6 +742,53 @@ mod tests {
             assert!(!ranked.hits.is_empty());
             assert!(ranked.hits.iter().all(|h| h.doc < 64 && h.doc % 2 == 0));
         }
+    }
+
+    #[test]
+    fn a_split_keeps_the_best_of_the_rest_and_never_part_of_a_tie() {
+        let ranked = |scores: &[f32]| Ranked {
+            hits: scores
+                .iter()
+                .enumerate()
+                .map(|(d, &score)| Hit {
+                    doc: d as DocId,
+                    score,
+                })
+                .collect(),
+            complete: true,
+        };
+        let docs = |hits: &[Hit]| {
+            let mut d: Vec<DocId> = hits.iter().map(|h| h.doc).collect();
+            d.sort_unstable();
+            d
+        };
+        // no more than `depth` others: all of them, still complete
+        let (best, rest) = ranked(&[3.0, 9.0, 5.0]).split(1, 2);
+        assert_eq!(
+            (docs(&best), docs(&rest.hits), rest.complete),
+            (vec![1], vec![0, 2], true)
+        );
+        // more: the best `depth` of them, the ranking no longer complete
+        let (best, rest) = ranked(&[5.0, 9.0, 7.0, 8.0, 6.0]).split(1, 2);
+        assert_eq!(
+            (docs(&best), docs(&rest.hits), rest.complete),
+            (vec![1], vec![2, 3], false)
+        );
+        // a tie with the best one left out: none of the tied ones (tool 3 would be left out)
+        let (best, rest) = ranked(&[9.0, 4.0, 4.0, 4.0, 3.0]).split(1, 2);
+        assert_eq!(
+            (docs(&best), docs(&rest.hits), rest.complete),
+            (vec![0], vec![], false)
+        );
+        // the best `k` stay whatever the ties
+        let (best, rest) = ranked(&[4.0, 4.0, 4.0, 4.0]).split(2, 1);
+        assert_eq!(
+            (
+                best.iter().map(|h| h.doc).collect::<Vec<_>>(),
+                rest.hits.len()
+            ),
+            (vec![0, 1], 0)
+        );
     }
 
     #[test]
