@@ -80,10 +80,18 @@ fn keyed(score: f32, doc: DocId) -> u64 {
     u64::from(score.to_bits()) << 32 | u64::from(doc)
 }
 
+/// The tool and score of a [`keyed`] key.
+fn unkeyed(key: u64) -> Hit {
+    Hit {
+        doc: key as DocId,
+        score: f32::from_bits((key >> 32) as u32),
+    }
+}
+
 /// The `k`-th largest (1-based, `k <= keys.len()`) of scores given as [`keyed`] keys.
 fn kth_largest(keys: &mut [u64], k: usize) -> f32 {
     let at = keys.len() - k;
-    f32::from_bits((*keys.select_nth_unstable(at).1 >> 32) as u32)
+    unkeyed(*keys.select_nth_unstable(at).1).score
 }
 
 /// Every impact level as a float (a table lookup is cheaper than a conversion per posting).
@@ -433,10 +441,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             // `kth_largest` left the `want` best partial scores at the end
             let mut best: Vec<Hit> = partials[partials.len() - want..]
                 .iter()
-                .map(|&key| Hit {
-                    doc: key as DocId,
-                    score: f32::from_bits((key >> 32) as u32),
-                })
+                .map(|&key| unkeyed(key))
                 .collect();
             best.sort_unstable_by_key(|h| h.doc);
             for t in &self.terms[self.walked..] {
