@@ -318,6 +318,10 @@ pub struct Ranker<'t, 'p, 'm> {
     scratch: Scratch,
     /// Tools reached: `scratch.touched[..count]`, each with a partial score in `scratch.acc`.
     count: usize,
+    /// `firsts[j]`: how many tools had been reached when term `j` was walked. Those reached by
+    /// term `j` for the first time (`touched[firsts[j]..firsts[j + 1]]`) are in none of the
+    /// terms before it: their partial scores are at most the summed bounds of terms `j..walked`.
+    firsts: Vec<usize>,
     /// Terms whose postings have been added in full.
     walked: usize,
     /// `rest[j]`: summed bounds of terms `j..`.
@@ -357,6 +361,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             allowed,
             scratch,
             count: 0,
+            firsts: Vec::with_capacity(n),
             walked: 0,
             rest,
             rest_postings: terms.iter().map(|t| t.list.len()).sum(),
@@ -365,6 +370,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
 
     /// Adds the postings of the next term to the partial scores.
     fn walk_next(&mut self) {
+        self.firsts.push(self.count);
         let t = &self.terms[self.walked];
         self.count = walk(
             t,
@@ -375,6 +381,25 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         );
         self.walked += 1;
         self.rest_postings -= t.list.len();
+    }
+
+    /// How many of the tools reached, in first-touch order, can have a partial score that
+    /// `can` accepts (a test that accepts every score above some level), and the most that any
+    /// tool after them can score (0 when there is none). A tool reached first by a later term
+    /// scores at most the summed bounds of the terms from there to the last one walked, and
+    /// those sums only grow towards the first term.
+    fn reached_until(&self, can: impl Fn(f32) -> bool) -> (usize, f32) {
+        // each partial score is a sum of at most `walked` terms, rounded
+        let margin = slack(self.walked);
+        let (mut most, mut after) = (0f32, 0f32);
+        for j in (0..self.walked).rev() {
+            most += self.terms[j].bound;
+            if can(most * margin) {
+                return (self.firsts.get(j + 1).copied().unwrap_or(self.count), after);
+            }
+            after = most * margin;
+        }
+        (0, after)
     }
 
     /// The `want`-th best partial score among the reached tools that `keep` accepts, when it
@@ -406,6 +431,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         if self.rest[0] - self.rest[self.walked] <= reach {
             return None;
         }
+        let (above, _) = self.reached_until(|most| most > reach);
         let Scratch {
             acc,
             touched,
@@ -413,9 +439,9 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             ..
         } = &mut self.scratch;
         partials.clear();
-        partials.reserve(self.count);
+        partials.reserve(above);
         partials.extend(
-            touched[..self.count]
+            touched[..above]
                 .iter()
                 .filter(|&&d| acc[d as usize] > reach && keep(d))
                 .map(|&d| keyed(acc[d as usize], d)),
@@ -481,6 +507,10 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             self.walk_next();
         };
         let walked = self.walked;
+        let most = lift(self.rest[walked], n - walked);
+        let passes = |s| most(s) >= theta;
+        // the reached tools that can pass, and the most that those after them score
+        let (can, after) = self.reached_until(passes);
         let Scratch {
             acc,
             touched,
@@ -507,8 +537,6 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         // Every tool left out, reached or not, scores at most `floor`: the most that the terms
         // left can bring to the best partial score left out (0 for a tool not reached); `most`
         // grows with the partial score, so that one bounds them all.
-        let most = lift(self.rest[walked], n - walked);
-        let passes = |s| most(s) >= theta;
         let (mut hits, left) = match covered {
             // Every tool outside `partials` that `keep` accepts scores at most `low`, which does
             // not pass: only `partials` needs reading (often a small part of the tools reached).
@@ -517,7 +545,11 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                 let (hits, left) = collect(above, acc, marks, passes, &keep);
                 (hits, left.max(low))
             }
-            None => collect(reached.iter().copied(), acc, marks, passes, &keep),
+            None => {
+                let (hits, left) =
+                    collect(touched[..can].iter().copied(), acc, marks, passes, &keep);
+                (hits, left.max(after))
+            }
         };
         let mut floor = most(left);
         // Probe the remaining lists for the tools kept, adding in canonical term order.
