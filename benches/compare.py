@@ -3,9 +3,12 @@
 Every engine answers the same ``select``: the tools a caller holding half the permissions may use,
 ranked for the query, packed into a 4,000-token budget. Both states are measured in one run:
 
-* **warm**: each round runs every query on one engine twice, timing the second pass, then on the
-  next engine (the engine order turns round after round), so an engine finds its own data in the
-  caches, as in a loop of selections;
+* **warm**: each round runs every query on one engine in untimed passes for at least 50 ms, then
+  once more, timed, then on the next engine (the engine order turns round after round), so an
+  engine finds its own data in the caches, as in a loop of selections. One untimed pass is not
+  enough: after another engine's calls (or cold calls) this VM takes several passes, some
+  milliseconds, to get back to speed (toolsift at aws-100k, pass by pass after a round of cold
+  calls: 72, 82, 60, 55, 53, 51, 49, 47, 47, 46, 45 µs a call, then 44-47);
 * **cold**: before every call a 64 MiB buffer is written, which evicts the CPU caches (and the
   TLB), so each selection starts from main memory, as the one selection of an agent's turn does
   between model calls. The engines take turns query by query.
@@ -35,6 +38,7 @@ from peers import PEERS, Select
 from workloads import BUDGET, Workload, aws, aws_size, zipf
 
 EVICT = np.zeros((64 << 20) // 8)  # 64 MiB, more than the last-level cache
+WARMUP_S = 0.05  # untimed passes before a warm pass, at least this long (see the module notes)
 
 
 def evict() -> None:
@@ -61,9 +65,13 @@ def measure(w: Workload, rounds: int) -> dict[str, dict[str, float]]:
     cold: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:  # an untimed pass first brings back what the other engines evicted
-            for q in w.queries:
-                engines[name](q, w.caller, BUDGET)
+        for name in order:  # untimed passes first bring back what the other engines evicted
+            t0 = time.perf_counter()
+            while True:
+                for q in w.queries:
+                    engines[name](q, w.caller, BUDGET)
+                if time.perf_counter() - t0 >= WARMUP_S:
+                    break
             warm[name] += [_timed(engines[name], w, q) for q in w.queries]
         for q in w.queries:
             for name in order:
