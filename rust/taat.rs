@@ -150,20 +150,19 @@ fn walk(
     count
 }
 
-/// The tools of `reached` that `keep` accepts and whose partial score `passes`, as hits in
-/// registry order (set in `marks`, all clear on return, then read back in order), and the largest
-/// partial score among the tools that do not pass (0 when none).
+/// The tools of `reached` (each with its partial score) that `keep` accepts and whose partial
+/// score `passes`, as hits in registry order (set in `marks`, all clear on return, then read back
+/// in order), and the largest partial score among the tools that do not pass (0 when none).
 #[inline(never)]
 fn collect(
-    reached: impl Iterator<Item = DocId>,
+    reached: impl Iterator<Item = (DocId, f32)>,
     acc: &[f32],
     marks: &mut Marks,
     passes: impl Fn(f32) -> bool,
-    keep: &impl Fn(DocId) -> bool,
+    keep: impl Fn(DocId) -> bool,
 ) -> (Vec<Hit>, f32) {
     let (mut marking, mut left) = (Marking::new(marks), 0f32);
-    for doc in reached {
-        let score = acc[doc as usize];
+    for (doc, score) in reached {
         if !passes(score) {
             if score > left {
                 left = score;
@@ -362,7 +361,8 @@ struct Cut {
     /// that cannot reach it is left out.
     theta: f32,
     /// A partial score above which `scratch.partials` holds every reached tool that `keep`
-    /// accepts, and at or below which none can pass (when there is one).
+    /// accepts (and no other, each keyed with its partial score), and at or below which none
+    /// can pass (when there is one).
     covered: Option<f32>,
 }
 
@@ -567,13 +567,17 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             // Every tool outside `partials` that `keep` accepts scores at most `low`, which does
             // not pass: only `partials` needs reading (often a small part of the tools reached).
             Some(low) => {
-                let above = partials.iter().map(|&key| key as DocId);
-                let (hits, left) = collect(above, acc, marks, passes, &keep);
+                // every one of them `keep` accepts, with its partial score in the key
+                let above = partials.iter().map(|&key| {
+                    let hit = unkeyed(key);
+                    (hit.doc, hit.score)
+                });
+                let (hits, left) = collect(above, acc, marks, passes, |_| true);
                 (hits, left.max(low))
             }
             None => {
-                let (hits, left) =
-                    collect(touched[..can].iter().copied(), acc, marks, passes, &keep);
+                let reached = touched[..can].iter().map(|&d| (d, acc[d as usize]));
+                let (hits, left) = collect(reached, acc, marks, passes, &keep);
                 (hits, left.max(after))
             }
         };
