@@ -547,9 +547,13 @@ impl Index {
                     packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
                 }
             }
+            let before = examined.len();
             examined.extend(ranked.iter().map(|h| h.doc));
             examined.sort_unstable();
-            if ranked.len() < k {
+            examined.dedup();
+            // `keep` leaves out what was examined, so every round examines new tools; a round
+            // that did not (a fault) could only repeat itself
+            if ranked.len() < k || examined.len() == before {
                 break;
             }
             first = false;
