@@ -458,6 +458,12 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             return None;
         }
         let (above, _) = self.reached_until(|most| most > reach);
+        // The check reads the tools that can pass: when the next list is shorter, walking it
+        // costs less, and the check after it can only cut deeper (a lower reach, partial scores
+        // no lower).
+        if self.terms[self.walked].list.len() < above {
+            return None;
+        }
         let Scratch {
             acc,
             touched,
