@@ -155,14 +155,14 @@ fn walk(
 /// in order), and the largest partial score among the tools that do not pass (0 when none).
 #[inline(never)]
 fn collect(
-    reached: impl Iterator<Item = (DocId, f32)>,
+    reached: impl Iterator<Item = Hit>,
     acc: &[f32],
     marks: &mut Marks,
     passes: impl Fn(f32) -> bool,
     keep: impl Fn(DocId) -> bool,
 ) -> (Vec<Hit>, f32) {
     let (mut marking, mut left) = (Marking::new(marks), 0f32);
-    for (doc, score) in reached {
+    for Hit { doc, score } in reached {
         if !passes(score) {
             if score > left {
                 left = score;
@@ -457,7 +457,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         if self.rest[0] - self.rest[self.walked] <= reach {
             return None;
         }
-        let (above, _) = self.reached_until(|most| most > reach);
+        let (above, _) = self.reached_until(|score| score > reach);
         // The check reads the tools that can pass: when the next list is shorter, walking it
         // costs less, and the check after it can only cut deeper (a lower reach, partial scores
         // no lower).
@@ -574,15 +574,15 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
             // not pass: only `partials` needs reading (often a small part of the tools reached).
             Some(low) => {
                 // every one of them `keep` accepts, with its partial score in the key
-                let above = partials.iter().map(|&key| {
-                    let hit = unkeyed(key);
-                    (hit.doc, hit.score)
-                });
+                let above = partials.iter().map(|&key| unkeyed(key));
                 let (hits, left) = collect(above, acc, marks, passes, |_| true);
                 (hits, left.max(low))
             }
             None => {
-                let reached = touched[..can].iter().map(|&d| (d, acc[d as usize]));
+                let reached = touched[..can].iter().map(|&doc| Hit {
+                    doc,
+                    score: acc[doc as usize],
+                });
                 let (hits, left) = collect(reached, acc, marks, passes, &keep);
                 (hits, left.max(after))
             }
