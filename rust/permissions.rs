@@ -180,6 +180,16 @@ impl PermissionTable {
         caller
     }
 
+    /// True when tools `a` and `b` (both in the table) require the same permissions, listed in
+    /// the same order.
+    pub fn same_requirements(&self, a: DocId, b: DocId) -> bool {
+        let (a, b) = (a as usize, b as usize);
+        self.single[a] == self.single[b]
+            && (self.single[a] != SEVERAL
+                || self.required[self.offsets[a]..self.offsets[a + 1]]
+                    == self.required[self.offsets[b]..self.offsets[b + 1]])
+    }
+
     /// True when the caller holds every permission `doc` requires (from the table: the
     /// reference that the compiled [`CallerMask::allowed`] is made from and tested against).
     #[inline]
@@ -305,6 +315,23 @@ mod tests {
             assert_eq!(caller.allowed(203), 0);
             assert_eq!(caller.allowed(DocId::MAX), 0);
         }
+    }
+
+    #[test]
+    fn tools_require_the_same_permissions_when_their_lists_are_equal() {
+        let mut t = table();
+        t.push_doc(&["crm.read"]);
+        t.push_doc(&["billing.refund", "crm.read"]);
+        t.push_doc(&["crm.read", "billing.refund"]);
+        t.push_doc::<&str>(&[]);
+        // public, crm.read, crm.read+billing.refund, crm.read, billing.refund+crm.read, the
+        // same as 2, public
+        assert!(t.same_requirements(1, 3) && t.same_requirements(2, 5));
+        assert!(t.same_requirements(0, 6) && t.same_requirements(4, 4));
+        assert!(!t.same_requirements(0, 1) && !t.same_requirements(1, 2));
+        // the same set in another order counts as different (it only decides how a list is
+        // walked)
+        assert!(!t.same_requirements(2, 4));
     }
 
     #[test]
