@@ -180,14 +180,21 @@ impl PermissionTable {
         caller
     }
 
-    /// True when tools `a` and `b` (both in the table) require the same permissions, listed in
-    /// the same order.
-    pub fn same_requirements(&self, a: DocId, b: DocId) -> bool {
-        let (a, b) = (a as usize, b as usize);
-        self.single[a] == self.single[b]
-            && (self.single[a] != SEVERAL
-                || self.required[self.offsets[a]..self.offsets[a + 1]]
-                    == self.required[self.offsets[b]..self.offsets[b + 1]])
+    /// How many tools of `docs` (all in the table) require other permissions than the tool
+    /// before them (the same set listed in another order counts as other).
+    pub fn requirement_changes(&self, docs: &[DocId]) -> usize {
+        let Some((&first, rest)) = docs.split_first() else {
+            return 0;
+        };
+        let required = |d: usize| &self.required[self.offsets[d]..self.offsets[d + 1]];
+        let (mut prev, mut changes) = (first as usize, 0);
+        for &d in rest {
+            let d = d as usize;
+            let (a, b) = (self.single[prev], self.single[d]);
+            changes += usize::from(a != b || (a == SEVERAL && required(prev) != required(d)));
+            prev = d;
+        }
+        changes
     }
 
     /// True when the caller holds every permission `doc` requires (from the table: the
@@ -318,20 +325,22 @@ mod tests {
     }
 
     #[test]
-    fn tools_require_the_same_permissions_when_their_lists_are_equal() {
+    fn requirements_change_where_the_permission_lists_differ() {
         let mut t = table();
         t.push_doc(&["crm.read"]);
         t.push_doc(&["billing.refund", "crm.read"]);
         t.push_doc(&["crm.read", "billing.refund"]);
         t.push_doc::<&str>(&[]);
-        // public, crm.read, crm.read+billing.refund, crm.read, billing.refund+crm.read, the
-        // same as 2, public
-        assert!(t.same_requirements(1, 3) && t.same_requirements(2, 5));
-        assert!(t.same_requirements(0, 6) && t.same_requirements(4, 4));
-        assert!(!t.same_requirements(0, 1) && !t.same_requirements(1, 2));
-        // the same set in another order counts as different (it only decides how a list is
+        // 0 public, 1 crm.read, 2 crm.read+billing.refund, 3 crm.read,
+        // 4 billing.refund+crm.read, 5 the same as 2, 6 public
+        assert_eq!(t.requirement_changes(&[]), 0);
+        assert_eq!(t.requirement_changes(&[4]), 0);
+        assert_eq!(t.requirement_changes(&[1, 3]), 0);
+        assert_eq!(t.requirement_changes(&[2, 5, 6]), 1);
+        assert_eq!(t.requirement_changes(&[0, 6, 1, 3, 2]), 2);
+        // the same set in another order counts as a change (it only decides how a list is
         // walked)
-        assert!(!t.same_requirements(2, 4));
+        assert_eq!(t.requirement_changes(&[2, 4, 5]), 2);
     }
 
     #[test]

@@ -38,6 +38,37 @@ impl PostingList<'_> {
     }
 }
 
+/// Where a long list's tools sit, so that a probe finds a tool's posting in one step instead of
+/// searching the list: two words per 64 registry positions, the bits of those in the list and
+/// how many of the list's postings come before them (see [`member_at`]). A quarter of a byte
+/// per tool of the catalog.
+pub fn member_bits(docs: &[DocId], num_docs: usize) -> Vec<u64> {
+    let words = num_docs.div_ceil(64);
+    let mut bits = vec![0u64; 2 * words];
+    for &d in docs {
+        bits[2 * (d as usize / 64)] |= 1 << (d % 64);
+    }
+    let mut before = 0u64;
+    for w in 0..words {
+        bits[2 * w + 1] = before;
+        before += u64::from(bits[2 * w].count_ones());
+    }
+    bits
+}
+
+/// The position that `doc` has (or would have) in the list that `bits` were made from by
+/// [`member_bits`], and 1 when it is in the list, else 0 (also for a `doc` past the catalog).
+#[inline]
+pub fn member_at(bits: &[u64], doc: DocId) -> (usize, u64) {
+    let w = 2 * (doc as usize / 64);
+    let (Some(&word), Some(&before)) = (bits.get(w), bits.get(w + 1)) else {
+        return (0, 0);
+    };
+    let b = doc % 64;
+    let below = word & ((1u64 << b) - 1);
+    (before as usize + below.count_ones() as usize, word >> b & 1)
+}
+
 /// Fills the flat postings while documents are added in ascending id order, into arrays sized
 /// from each term's document frequency up front (no per-term lists to grow and copy).
 #[derive(Debug)]
@@ -205,6 +236,23 @@ impl Postings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Each tool's position in the list and whether it is in it, for every tool of the
+        /// catalog and past it.
+        #[test]
+        fn member_bits_give_each_tools_position(mut docs in proptest::collection::vec(0u32..1000, 0..400), num in 1000usize..1100) {
+            docs.sort_unstable();
+            docs.dedup();
+            let bits = member_bits(&docs, num);
+            for doc in 0..num as DocId + 70 {
+                let at = docs.partition_point(|&d| d < doc);
+                let found = u64::from(docs.get(at) == Some(&doc));
+                let want = if (doc as usize) < num.div_ceil(64) * 64 { (at, found) } else { (0, 0) };
+                proptest::prop_assert_eq!(member_at(&bits, doc), want);
+            }
+        }
+    }
 
     #[test]
     fn flattened_lists_keep_docs_and_impacts() {

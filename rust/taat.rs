@@ -1,16 +1,16 @@
 //! Term-at-a-time scoring with safe pruning.
 //!
 //! Query terms are taken in their canonical order: largest score bound first (the rarest terms).
-//! Each term's postings are added into a per-thread accumulator, a forbidden tool's postings with
-//! weight 0, so it never gets a score. Once the `want`-th best partial score beats the summed
-//! bounds of the terms still to come, no tool that has not been reached yet can rank among the
-//! best `want`: the remaining (common, long) lists are then only *probed* for the tools already
-//! reached (a merge that searches or steps through the list), instead of walked in full. What
-//! comes out is a ranking that is exact for every tool scoring above the largest score an
-//! unreached tool could still have: the prefix of the exhaustive ranking, bit for bit, since
-//! every tool's contributions are summed in the same canonical order the exhaustive path uses.
-//! Every bound is widened by the most that rounding can add (see `slack`), so no tool is left out
-//! by a last-bit difference.
+//! Each term's postings are added into a per-thread accumulator, except a forbidden tool's (skipped,
+//! or added with weight 0), so it never gets a score. Once the `want`-th best partial score beats
+//! the summed bounds of the terms still to come, no tool that has not been reached yet can rank
+//! among the best `want`: the remaining (common, long) lists are then only *probed* for the tools
+//! already reached (a lookup in the list's member bits, or a merge that searches or steps through
+//! it), instead of walked in full. What comes out is a ranking that is exact for every tool
+//! scoring above the largest score an unreached tool could still have: the prefix of the
+//! exhaustive ranking, bit for bit, since every tool's contributions are summed in the same
+//! canonical order the exhaustive path uses. Every bound is widened by the most that rounding can
+//! add (see `slack`), so no tool is left out by a last-bit difference.
 //!
 //! Typical queries mix a few rare words with common ones whose postings make up most of the work;
 //! those are the lists that get probed, so the work follows the rare terms, not the catalog.
@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 
 use crate::permissions::DocMask;
-use crate::postings::{DocId, PostingList};
+use crate::postings::{member_at, DocId, PostingList};
 use crate::topk::Hit;
 
 /// One query term: its postings, its weight per impact level (idf × query weight × the term's
@@ -33,6 +33,8 @@ pub struct Term<'a> {
     /// along the list, and a walk skips the forbidden tools with a branch that is predicted
     /// right almost every time. It decides how the list is walked, never what it adds.
     pub runs: bool,
+    /// For a long list, its [`member_bits`]: a probe then finds each tool's posting in one step.
+    pub members: Option<&'a [u64]>,
 }
 
 /// Tools for a query, each with its exact score, unordered.
@@ -264,12 +266,23 @@ impl<'a> Marking<'a> {
     }
 }
 
-/// Adds term `t` to the scores of `hits` (in registry order) that it matches: a merge that
-/// searches the list for each hit (galloping) where the hits are sparse in it, and steps through
-/// it where they are dense.
+/// Adds term `t` to the scores of `hits` (in registry order) that it matches: for a long list
+/// with member bits, a lookup per hit; otherwise a merge that searches the list for each hit
+/// (galloping) where the hits are sparse in it, and steps through it where they are dense.
 #[inline(never)]
 fn probe(t: &Term<'_>, hits: &mut [Hit]) {
     let (docs, impacts) = (t.list.docs, t.list.impacts);
+    if let Some(members) = t.members.filter(|_| !impacts.is_empty()) {
+        // Branch-free: a tool not in the list reads some posting and adds 0 times its level,
+        // which leaves its (non-negative) score as it was.
+        let last = impacts.len() - 1;
+        for h in hits.iter_mut() {
+            let (at, found) = member_at(members, h.doc);
+            let level = impacts[at.min(last)] * found as u8;
+            h.score += t.weight * f32::from(level);
+        }
+        return;
+    }
     let mut at = 0;
     if docs.len() < STEP_GAP * hits.len() {
         for h in hits.iter_mut() {
@@ -977,6 +990,7 @@ mod tests {
                         weight,
                         bound: weight * 255.0,
                         runs,
+                        members: None,
                     };
                     count = walk(&t, DocMask::new(&mask), &mut acc, &mut touched, count);
                 }
@@ -990,6 +1004,31 @@ mod tests {
             seen.dedup();
             prop_assert_eq!(seen.len(), results[0].1.len());
             prop_assert!(seen.iter().all(|&d| DocMask::new(&mask).get(d) == 1));
+        }
+
+        /// A probe through member bits adds the same to the same hits as one that searches or
+        /// steps through the list.
+        #[test]
+        fn a_probe_through_member_bits_adds_what_a_search_adds(list in proptest::collection::vec((0u32..700, any::<u8>()), 0..300), hits in proptest::collection::vec((0u32..700, 0f32..50.0), 0..120), weight in 0.01f32..20.0) {
+            let (docs, impacts) = postings(list);
+            let mut hits: Vec<Hit> = hits.into_iter().map(|(doc, score)| Hit { doc, score }).collect();
+            hits.sort_unstable_by_key(|h| h.doc);
+            hits.dedup_by_key(|h| h.doc);
+            let bits = crate::postings::member_bits(&docs, 700);
+            let mut results = Vec::new();
+            for members in [None, Some(&bits[..])] {
+                let t = Term {
+                    list: PostingList { docs: &docs, impacts: &impacts },
+                    weight,
+                    bound: weight * 255.0,
+                    runs: false,
+                    members,
+                };
+                let mut probed = hits.clone();
+                probe(&t, &mut probed);
+                results.push(probed.iter().map(|h| (h.doc, h.score.to_bits())).collect::<Vec<_>>());
+            }
+            prop_assert_eq!(&results[0], &results[1]);
         }
 
         #[test]
