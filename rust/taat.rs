@@ -175,9 +175,10 @@ fn walk(
     count
 }
 
-/// The tools of `reached` (each with its partial score) that `keep` accepts and whose partial
-/// score `passes`, as hits in registry order (set in `marks`, all clear on return, then read back
-/// in order), and the largest partial score among the tools that do not pass (0 when none).
+/// The tools of `reached` (each with its partial score, each once) that `keep` accepts and whose
+/// partial score `passes`, as hits: in registry order when `ordered` (set in `marks`, all clear on
+/// return, then read back in order), else in the order of `reached`; and the largest partial
+/// score among the tools that do not pass (0 when none).
 #[inline(never)]
 fn collect(
     reached: impl Iterator<Item = Hit>,
@@ -185,7 +186,21 @@ fn collect(
     marks: &mut Marks,
     passes: impl Fn(f32) -> bool,
     keep: impl Fn(DocId) -> bool,
+    ordered: bool,
 ) -> (Vec<Hit>, f32) {
+    if !ordered {
+        let (mut hits, mut left) = (Vec::new(), 0f32);
+        for h in reached {
+            if !passes(h.score) {
+                if h.score > left {
+                    left = h.score;
+                }
+            } else if keep(h.doc) {
+                hits.push(h);
+            }
+        }
+        return (hits, left);
+    }
     let (mut marking, mut left) = (Marking::new(marks), 0f32);
     for Hit { doc, score } in reached {
         if !passes(score) {
@@ -605,13 +620,16 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
         // Every tool left out, reached or not, scores at most `floor`: the most that the terms
         // left can bring to the best partial score left out (0 for a tool not reached); `most`
         // grows with the partial score, so that one bounds them all.
+        // A probe through member bits takes the tools in any order; the others merge, so they
+        // need registry order, which costs a pass over the marks and a second read of each score.
+        let ordered = self.terms[walked..].iter().any(|t| t.members.is_none());
         let (mut hits, left) = match covered {
             // Every tool outside `partials` that `keep` accepts scores at most `low`, which does
             // not pass: only `partials` needs reading (often a small part of the tools reached).
             Some(low) => {
                 // every one of them `keep` accepts, with its partial score in the key
                 let above = partials.iter().map(|&key| unkeyed(key));
-                let (hits, left) = collect(above, acc, marks, passes, |_| true);
+                let (hits, left) = collect(above, acc, marks, passes, |_| true, ordered);
                 (hits, left.max(low))
             }
             None => {
@@ -619,7 +637,7 @@ impl<'t, 'p, 'm> Ranker<'t, 'p, 'm> {
                     doc,
                     score: acc[doc as usize],
                 });
-                let (hits, left) = collect(reached, acc, marks, passes, &keep);
+                let (hits, left) = collect(reached, acc, marks, passes, &keep, ordered);
                 (hits, left.max(after))
             }
         };
