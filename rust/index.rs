@@ -39,11 +39,13 @@ const RUN_CHANGES: usize = 2;
 /// A term in at least one tool in this many gets member bits (see
 /// [`crate::postings::member_bits`]): a probe in its list is then a lookup per tool instead of a
 /// search or a step through the list. The bits take a quarter of a byte per tool of the catalog
-/// per such term, at most 80 % of what its postings take (2.9 MB at aws-100k, 13 % of its
+/// per such term, at most 80 % of what its postings take (2.9 MB at aws-100k, 14 % of its
 /// postings). `Index::select` in one process, alternating pass by pass with probes that search
-/// (/tmp example, 400 passes of the 20 queries, twice): mean time per selection at 16, aws-100k
-/// -12 %, zipf-100k -28 %, zipf-10k -21 %, aws-10k -6 %; at 4, -2.5 % and -19 to -25 % (these
-/// from a byte per tool for the lists' levels, a lookup as fast as the bits').
+/// (/tmp example, 400 passes of the 20 queries, twice), mean time per selection: at 16, aws-100k
+/// -12 %, zipf-100k -28 %, zipf-10k -21 %, aws-10k -6 %; at 32, zipf-100k 3 % less again and
+/// aws-100k the same, for twice the bits. (A byte per tool holding the list's levels, as fast a
+/// lookup at 7.5 times the memory: at 4, aws-100k -2.5 % and zipf-100k -19 to -25 %; at 8, -12 %
+/// and -30 %.)
 const MEMBERS_FROM: usize = 16;
 
 /// A prefix term (see [`crate::tokenizer::prefix_term`]) found in more than this share of the
