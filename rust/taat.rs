@@ -281,9 +281,10 @@ impl<'a> Marking<'a> {
     }
 }
 
-/// Adds term `t` to the scores of `hits` (in registry order) that it matches: for a long list
-/// with member bits, a lookup per hit; otherwise a merge that searches the list for each hit
-/// (galloping) where the hits are sparse in it, and steps through it where they are dense.
+/// Adds term `t` to the scores of `hits` that it matches: for a long list with member bits, a
+/// lookup per hit (in any order); otherwise a merge (hits in registry order) that searches the
+/// list for each hit (galloping) where the hits are sparse in it, and steps through it where they
+/// are dense.
 #[inline(never)]
 fn probe(t: &Term<'_>, hits: &mut [Hit]) {
     let (docs, impacts) = (t.list.docs, t.list.impacts);
