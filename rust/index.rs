@@ -320,9 +320,12 @@ impl Index {
             })
             .collect();
         let members = (0..vocab.len() as TermId)
-            .filter(|&t| postings.list(t).len().saturating_mul(MEMBERS_FROM) >= costs.len())
-            .filter(|&t| !postings.list(t).is_empty())
-            .map(|t| (t, member_bits(postings.list(t).docs, costs.len())))
+            .filter_map(|t| {
+                let docs = postings.list(t).docs;
+                let long =
+                    !docs.is_empty() && docs.len().saturating_mul(MEMBERS_FROM) >= costs.len();
+                long.then(|| (t, member_bits(docs, costs.len())))
+            })
             .collect();
         Index {
             members,
