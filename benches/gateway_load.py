@@ -6,7 +6,7 @@ sessions (official SDK, streamable HTTP, each with its caller token), each doing
 ``tool_search`` followed by ``call_tool``. Prints p50/p99 latency per operation and throughput.
 Stops by itself: fixed work, and a global deadline.
 
-    python benches/gateway_load.py [--sessions 32] [--rounds 25]
+    python benches/gateway_load.py [--sessions 32] [--rounds 25] [--modes auto legacy]
 """
 
 from __future__ import annotations
@@ -78,13 +78,13 @@ permissions = ["files", "weather"]
     return path
 
 
-async def _client(url: str, sessions: int, rounds: int, deadline: float) -> dict[str, list[float]]:
+async def _client(url: str, sessions: int, rounds: int, deadline: float, mode: str) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"tool_search": [], "call_tool": []}
     errors: list[str] = []
 
     async def one(i: int) -> None:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
-        async with Client(streamable_http_client(url, http_client=http), cache=None, mode="legacy") as client:
+        async with Client(streamable_http_client(url, http_client=http), cache=None, mode=mode) as client:
             for r in range(rounds):
                 query, tool, arguments = QUERIES[(i + r) % len(QUERIES)]
                 t0 = time.perf_counter()
@@ -106,7 +106,7 @@ async def _client(url: str, sessions: int, rounds: int, deadline: float) -> dict
     return times
 
 
-def run(sessions: int, rounds: int, deadline: float = 300.0) -> dict[str, dict[str, float]]:
+def run(sessions: int, rounds: int, deadline: float = 300.0, mode: str = "auto") -> dict[str, dict[str, float]]:
     """Runs the load test; returns ``{operation: {p50_ms, p99_ms, count}}`` plus throughput."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -133,7 +133,7 @@ def run(sessions: int, rounds: int, deadline: float = 300.0) -> dict[str, dict[s
             url = f"http://127.0.0.1:{gateway_port}/mcp"
             started = time.perf_counter()
             threading.Thread(target=gateway.stderr.read, daemon=True).start()  # keep the pipe drained
-            times = anyio.run(_client, url, sessions, rounds, deadline)
+            times = anyio.run(_client, url, sessions, rounds, deadline, mode)
             wall = time.perf_counter() - started
     finally:
         for p in procs:
@@ -151,14 +151,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["auto", "legacy"],
+        help="client connect modes: auto (the SDK's default: 2026-07-28 stateless requests) and legacy "
+        "(initialize handshake, one session)",
+    )
     args = parser.parse_args()
-    result = run(args.sessions, args.rounds)
     print(f"{args.sessions} concurrent sessions x {args.rounds} rounds (tool_search + call_tool), loopback HTTP")
-    print("| operation | count | p50 ms | p99 ms |\n|---|---|---|---|")
-    for op in ("tool_search", "call_tool"):
-        r = result[op]
-        print(f"| {op} | {r['count']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
-    print(f"throughput: {result['total']['ops_per_s']:.0f} operations/s over {result['total']['wall_s']:.1f} s")
+    print("| client mode | operation | count | p50 ms | p99 ms | ops/s |\n|---|---|---|---|---|---|")
+    for mode in args.modes:
+        result = run(args.sessions, args.rounds, mode=mode)
+        rate = result["total"]["ops_per_s"]
+        for op in ("tool_search", "call_tool"):
+            r = result[op]
+            print(f"| {mode} | {op} | {r['count']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {rate:.0f} |")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import ipaddress
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 SEPARATOR = "__"
+STATISTICS = ("caller", "shared")  # see Index(statistics=...): per-caller statistics by default
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*$")  # never holds the separator
 
 
@@ -61,7 +63,7 @@ class Rule:
     hide: bool = False
 
     def applies(self, name: str, annotations: Mapping[str, Any] | None) -> bool:
-        if not fnmatch.fnmatchcase(name, self.match):
+        if not fnmatch.fnmatchcase(fold(name), fold(self.match)):  # raw__Delete_file meets raw__delete_*
             return False
         notes = annotations or {}
         read_only = notes.get("readOnlyHint") is True
@@ -83,7 +85,12 @@ class CallerConfig:
 
 @dataclass(frozen=True)
 class GatewayConfig:
-    """The whole gateway: downstream transport, upstream servers, rules and callers."""
+    """The whole gateway: downstream transport, upstream servers, rules and callers.
+
+    Every way of making one (:func:`parse`, ``dataclasses.replace`` with command-line overrides,
+    the constructor) runs the same checks, so no combination of settings skips them: a gateway
+    bound to a non-loopback host without ``[callers]`` is refused however the host was set.
+    """
 
     servers: tuple[ServerConfig, ...]
     callers: tuple[CallerConfig, ...] = ()
@@ -93,12 +100,46 @@ class GatewayConfig:
     port: int = 8765
     path: str = "/mcp"
     log: str | None = None
+    log_max_bytes: int = 64 * 2**20
+    log_backups: int = 3
     budget_tokens: int = 4000
     call_timeout: float = 30.0
     debounce: float = 0.2
     strict_schema_changes: bool = False
     scan: str = "report"
+    statistics: str = "caller"
+    session_idle_timeout: float = 300.0
+    max_sessions: int = 10_000
+    max_sessions_per_caller: int = 100
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     source: str = ""
+
+    def __post_init__(self) -> None:
+        def fail(message: str, field: str) -> GatewayConfigError:
+            return GatewayConfigError(message, path=self.source, field=field)
+
+        if not self.servers:
+            raise fail("at least one upstream server is needed", "servers")
+        choices = {"transport": ("http", "stdio"), "scan": ("off", "report", "withhold"), "statistics": STATISTICS}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                names = ", ".join(repr(a) for a in allowed)
+                raise fail(f"must be one of {names}, not {getattr(self, key)!r}", f"gateway.{key}")
+        if not 0 <= self.port < 65536:
+            raise fail("must be in 0..65535", "gateway.port")
+        for key in ("budget_tokens", "max_sessions", "max_sessions_per_caller", "log_max_bytes"):
+            if getattr(self, key) <= 0:
+                raise fail("must be a positive integer", f"gateway.{key}")
+        for key in ("call_timeout", "session_idle_timeout"):
+            if not 0 < getattr(self, key) < float("inf"):
+                raise fail("must be a positive number of seconds", f"gateway.{key}")
+        if not 0 <= self.debounce < float("inf"):
+            raise fail("must be a number of seconds >= 0", "gateway.debounce")
+        if self.log_backups < 0:
+            raise fail("must be >= 0", "gateway.log_backups")
+        if self.transport == "http" and not self.callers and not loopback(self.host):
+            raise fail("a gateway bound to a non-loopback host needs [callers] with tokens", "gateway.host")
 
     def server(self, name: str) -> ServerConfig:
         return next(s for s in self.servers if s.name == name)
@@ -229,14 +270,36 @@ def _caller(r: _Reader, name: str, data: Any) -> CallerConfig:
     return caller
 
 
+#: The keys of ``[gateway]`` and their TOML types (``tuple``: a list of strings); defaults are
+#: those of :class:`GatewayConfig`.
+_GATEWAY_KEYS: dict[str, type | tuple[type, ...]] = {
+    "transport": str,
+    "host": str,
+    "port": int,
+    "path": str,
+    "log": str,
+    "log_max_bytes": int,
+    "log_backups": int,
+    "budget_tokens": int,
+    "call_timeout": (int, float),
+    "debounce": (int, float),
+    "strict_schema_changes": bool,
+    "scan": str,
+    "statistics": str,
+    "session_idle_timeout": (int, float),
+    "max_sessions": int,
+    "max_sessions_per_caller": int,
+    "allowed_hosts": tuple,
+    "allowed_origins": tuple,
+}
+
+
 def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
     """A :class:`GatewayConfig` from already-parsed TOML (or JSON) data."""
     r = _Reader(source)
     top = r.table(data, "")
     gw = r.table(top.pop("gateway", {}), "gateway")
     servers_table = r.table(top.pop("servers", {}), "servers")
-    if not servers_table:
-        raise r.fail("at least one upstream server is needed", "servers")
     servers = tuple(_server(r, name, value) for name, value in servers_table.items())
     rules_list = r.take(top, "rules", list, "", [])
     rules = tuple(_rule(r, i, value) for i, value in enumerate(rules_list))
@@ -245,47 +308,20 @@ def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
     if len(set(tokens)) != len(tokens):
         raise r.fail("two callers share a token", "callers")
     r.done(top, "")
-    transport = r.take(gw, "transport", str, "gateway", "http")
-    if transport not in ("http", "stdio"):
-        raise r.fail(f"must be 'http' or 'stdio', not {transport!r}", "gateway.transport")
-    host = r.take(gw, "host", str, "gateway", "127.0.0.1")
-    port = r.take(gw, "port", int, "gateway", 8765)
-    if not 0 <= port < 65536:
-        raise r.fail("must be in 0..65535", "gateway.port")
-    seconds = {}
-    for key, default in (("call_timeout", 30.0), ("debounce", 0.2)):
-        value = r.take(gw, key, (int, float), "gateway", default)
-        if value < 0 or (key == "call_timeout" and value == 0):
-            raise r.fail("must be positive", f"gateway.{key}")
-        seconds[key] = float(value)
-    budget = r.take(gw, "budget_tokens", int, "gateway", 4000)
-    if budget <= 0:
-        raise r.fail("must be a positive integer", "gateway.budget_tokens")
-    config = GatewayConfig(
-        servers=servers,
-        callers=callers,
-        rules=rules,
-        transport=transport,
-        host=host,
-        port=port,
-        path=r.take(gw, "path", str, "gateway", "/mcp"),
-        log=r.take(gw, "log", str, "gateway"),
-        strict_schema_changes=r.take(gw, "strict_schema_changes", bool, "gateway", False),
-        scan=r.take(gw, "scan", str, "gateway", "report"),
-        source=source,
-        budget_tokens=budget,
-        call_timeout=seconds["call_timeout"],
-        debounce=seconds["debounce"],
-    )
+    options: dict[str, Any] = {}
+    for key, kind in _GATEWAY_KEYS.items():
+        if key in gw and kind is tuple:
+            options[key] = r.strings(gw, key, "gateway")
+        elif key in gw:
+            value = r.take(gw, key, kind, "gateway")
+            options[key] = float(value) if kind == (int, float) else value
+    config = GatewayConfig(servers=servers, callers=callers, rules=rules, source=source, **options)
     r.done(gw, "gateway")
-    if config.scan not in ("off", "report", "withhold"):
-        raise r.fail(f"must be 'off', 'report' or 'withhold', not {config.scan!r}", "gateway.scan")
-    if transport == "http" and not callers and not _loopback(host):
-        raise r.fail("a gateway bound to a non-loopback host needs [callers] with tokens", "gateway.host")
     return config
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
     if host == "localhost":
         return True
     try:
@@ -306,6 +342,12 @@ def load(path: str | Path) -> GatewayConfig:
     except tomllib.TOMLDecodeError as e:
         raise GatewayConfigError(f"not valid TOML: {e}", path=str(p)) from None
     return parse(data, str(p))
+
+
+def fold(name: str) -> str:
+    """A name as rules compare it: compatibility forms and case folded (``raw__Delete_file`` and its
+    fullwidth spelling both meet ``raw__delete_*``)."""
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def namespaced(server: str, tool: str) -> str:

@@ -17,30 +17,39 @@ import hashlib
 import inspect
 import json
 import logging
+import logging.handlers
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.lowlevel import Server
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import InvalidParameterError, ToolsiftError, UnknownToolError
 from ..index import Index
 from ..registry import Catalog, Tool
 from ..tiers import CALL, SEARCH, Toolbox, ToolTierOptions
-from .config import CallerConfig, GatewayConfig, all_permissions, namespaced, permissions_of
+from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
 from .upstream import Upstream, UpstreamError
 
 log = logging.getLogger("toolsift.gateway")
 
 REVIEW = "gateway_schema_changes"
 ANONYMOUS = "anonymous"
-MAX_LEGACY_SESSIONS = 4096
+#: Longest string field of a log record (a query, an error), in characters; longer ones are cut.
+MAX_LOG_CHARS = 2000
+#: Most names in one list of a log record (``reindex``'s added/removed/changed), and most lines of
+#: one kind (``schema_changed``, ``invalid_tool``, ``poisoned``) per listing; the rest are counted.
+MAX_LOG_ITEMS = 100
 
 
 @dataclass(frozen=True)
@@ -54,14 +63,27 @@ class Entry:
     hidden: bool = False
 
 
+Permissions = tuple[str, ...]
+
+
+@dataclass
+class Listing:
+    """What the gateway answers one permission set with: its toolbox and its ``tools/list`` tools."""
+
+    toolbox: Toolbox
+    tools: list[types.Tool]
+
+
 @dataclass
 class Version:
-    """One immutable index version and the per-caller toolboxes made from it."""
+    """One immutable index version and the listings made from it, one per permission set (callers
+    with the same permissions share one; each is built once, off the event loop)."""
 
     number: int
     entries: Mapping[str, Entry]
     index: Index
-    toolboxes: dict[str, Toolbox] = field(default_factory=dict)
+    listings: dict[Permissions, Listing] = field(default_factory=dict)
+    building: dict[Permissions, anyio.Lock] = field(default_factory=dict)
 
 
 def digest(tool: types.Tool) -> str:
@@ -72,21 +94,69 @@ def digest(tool: types.Tool) -> str:
 
 
 class EventLog:
-    """JSONL log of searches and calls (one object per line), appended and flushed per event."""
+    """JSONL log of searches and calls (one object per line), appended and flushed per event.
 
-    def __init__(self, path: str | None) -> None:
-        self._file: TextIO | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+    Bounded: a string field is cut to :data:`MAX_LOG_CHARS` characters and a list to
+    :data:`MAX_LOG_ITEMS` items (its length is kept as ``<field>_total``), and the file is rotated
+    at ``max_bytes`` (``gateway.jsonl.1`` ... ``.N``, oldest dropped), so no caller and no upstream
+    can grow it without limit.
+    """
+
+    def __init__(self, path: str | None, max_bytes: int = 64 * 2**20, backups: int = 3) -> None:
+        self._handler: logging.Handler | None = None
+        if path:
+            self._handler = logging.handlers.RotatingFileHandler(
+                path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+            )
 
     def write(self, event: str, **data: Any) -> None:
-        if self._file is None:
+        if self._handler is None:
             return
-        record = {"ts": round(time.time(), 6), "event": event, **data}
-        self._file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-        self._file.flush()
+        record: dict[str, Any] = {"ts": round(time.time(), 6), "event": event}
+        for key, value in data.items():
+            if isinstance(value, list) and len(value) > MAX_LOG_ITEMS:
+                record[f"{key}_total"] = len(value)
+                value = value[:MAX_LOG_ITEMS]
+            record[key] = _bounded(value)
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True)
+        self._handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+
+    def write_each(self, event: str, items: Iterable[dict[str, Any]]) -> None:
+        """One line per item up to :data:`MAX_LOG_ITEMS`, then one ``<event>_more`` line counting the rest."""
+        more = 0
+        for n, item in enumerate(items):
+            if n < MAX_LOG_ITEMS:
+                self.write(event, **item)
+            else:
+                more += 1
+        if more:
+            self.write(f"{event}_more", count=more)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        if self._handler is not None:
+            self._handler.close()
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_LOG_CHARS:
+        return value[:MAX_LOG_CHARS] + f"…[{len(value) - MAX_LOG_CHARS} more characters]"
+    if isinstance(value, list):
+        return [_bounded(v) for v in value[:MAX_LOG_ITEMS]]
+    return value
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, announcing ``tools.listChanged`` to handshake-era clients too:
+    the gateway sends them ``notifications/tools/list_changed`` after every swap."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 class Gateway:
@@ -99,7 +169,7 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, *, token: str | None = None) -> None:
         self.config = config
-        self.log = EventLog(config.log)
+        self.log = EventLog(config.log, config.log_max_bytes, config.log_backups)
         self.upstreams = {s.name: Upstream(s, self.apply, debounce=config.debounce) for s in config.servers}
         self._table: dict[str, Entry] = {}  # registry order: first seen first, new tools appended
         self._held: dict[str, Entry] = {}  # schema changes waiting for acknowledgement
@@ -108,7 +178,7 @@ class Gateway:
         self._lock = anyio.Lock()
         self.version = Version(0, {}, Index(Catalog()))
         self._bus = InMemorySubscriptionBus()
-        self._legacy: dict[int, Any] = {}
+        self._legacy: dict[int, Any] = {}  # handshake-era sessions to notify, removed when they close
         self._anonymous = CallerConfig(ANONYMOUS, "", tuple(all_permissions(config)), admin=True)
         self._stdio_caller: CallerConfig | None = None
         if config.transport == "stdio" or token is not None:
@@ -149,16 +219,18 @@ class Gateway:
         """Applies a complete listing of ``server``: adds, removes and updates only what changed."""
         async with self._lock:
             fresh: dict[str, Entry] = {}
+            invalid: list[dict[str, Any]] = []
             for tool in tools:
                 try:
                     entry = self._entry(server, tool)
-                except ToolsiftError as e:
-                    self.log.write("invalid_tool", server=server, tool=getattr(tool, "name", "?"), error=str(e))
+                except ToolsiftError as e:  # one bad definition costs that tool, not the listing
+                    invalid.append({"server": server, "tool": getattr(tool, "name", "?"), "error": str(e)})
                     continue
                 if entry.tool.name in fresh:
-                    self.log.write("duplicate_tool", server=server, tool=entry.tool.name)
+                    invalid.append({"server": server, "tool": entry.tool.name, "error": "duplicate name"})
                     continue
                 fresh[entry.tool.name] = entry
+            self.log.write_each("invalid_tool", invalid)
             old = {n: e for n, e in self._table.items() if e.server == server}
             old.update({n: e for n, e in self._held.items() if e.server == server and n not in old})
             added = [n for n in fresh if n not in old]
@@ -170,8 +242,11 @@ class Gateway:
             for n in added:
                 self._table[n] = fresh[n]
             hold = self.config.strict_schema_changes
+            self.log.write_each(
+                "schema_changed",
+                ({"tool": n, "old": self._current_digest(n), "new": fresh[n].digest, "held": hold} for n in changed),
+            )
             for n in changed:
-                self.log.write("schema_changed", tool=n, old=self._current_digest(n), new=fresh[n].digest, held=hold)
                 (self._held if hold else self._table)[n] = fresh[n]
             if not (added or removed or changed) and server in self._seen:
                 return
@@ -190,14 +265,16 @@ class Gateway:
         def build() -> Index:  # off the event loop: index build and the catalog file beside the log
             if self.config.log:  # `toolsift eval --gateway-log` reads it with the log
                 catalog.save(self.config.log + ".tools.jsonl")
-            return Index(catalog, scan=self.config.scan)
+            return Index(catalog, scan=self.config.scan, statistics=self.config.statistics)
 
         index = await anyio.to_thread.run_sync(build)
-        for f in index.findings:
-            if (f.tool, f.kind, f.detail) not in self._reported:
-                self._reported.add((f.tool, f.kind, f.detail))
-                withheld = self.config.scan == "withhold"
-                self.log.write("poisoned", tool=f.tool, field=f.field, kind=f.kind, detail=f.detail, withheld=withheld)
+        new = [f for f in index.findings if (f.tool, f.kind, f.detail) not in self._reported]
+        self._reported.update((f.tool, f.kind, f.detail) for f in new)
+        withheld = self.config.scan == "withhold"
+        self.log.write_each(
+            "poisoned",
+            ({"tool": f.tool, "field": f.field, "kind": f.kind, "detail": f.detail, "withheld": withheld} for f in new),
+        )
         self.version = Version(self.version.number + 1, live, index)
         await self._notify()
 
@@ -224,17 +301,44 @@ class Gateway:
             except Exception:
                 self._legacy.pop(key, None)
 
+    def _remember_session(self, ctx: Any) -> None:
+        """Keeps a handshake-era session for change notifications until its connection closes."""
+        connection = getattr(ctx.session, "_connection", None)
+        key = id(connection if connection is not None else ctx.session)
+        if key in self._legacy:
+            return
+        self._legacy[key] = ctx.session
+        stack = getattr(connection, "exit_stack", None)
+        if stack is not None:  # torn down by the SDK when the session ends (DELETE, idle, crash)
+            stack.callback(self._legacy.pop, key, None)
+
     # -- per caller ----------------------------------------------------------------------------
-    def toolbox(self, caller: CallerConfig, version: Version | None = None) -> Toolbox:
+    async def listing(self, caller: CallerConfig, version: Version | None = None) -> Listing:
+        """The caller's toolbox and tools array in ``version`` (default: the one in service).
+
+        Built once per permission set and version in a worker thread: a plan over thousands of
+        tools (and, with per-caller statistics, the caller's own index) never holds up the event
+        loop, so other callers' requests go on being served meanwhile.
+        """
         v = version or self.version
-        box = v.toolboxes.get(caller.name)
-        if box is None:
-            pinned = [e.tool.name for e in v.entries.values() if e.tool.core]
-            tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens)
-            handlers = {name: self._runner(entry) for name, entry in v.entries.items()}
-            box = Toolbox(v.index, tiers=tiers, caller=list(caller.permissions), handlers=handlers)
-            v.toolboxes[caller.name] = box
-        return box
+        key = tuple(sorted(set(caller.permissions)))
+        found = v.listings.get(key)
+        if found is not None:
+            return found
+        async with v.building.setdefault(key, anyio.Lock()):
+            found = v.listings.get(key)
+            if found is None:
+                found = v.listings[key] = await anyio.to_thread.run_sync(self._build_listing, v, key)
+        return found
+
+    def _build_listing(self, v: Version, perms: Permissions) -> Listing:
+        pinned = [e.tool.name for e in v.entries.values() if e.tool.core]
+        tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens)
+        handlers = {name: self._runner(entry) for name, entry in v.entries.items()}
+        box = Toolbox(v.index, tiers=tiers, caller=list(perms), handlers=handlers)
+        tools = [types.Tool.model_validate(d) for d in box.tools("mcp")]
+        v.index.search("", k=0, caller=perms)  # builds the caller's own index now (statistics="caller")
+        return Listing(box, tools)
 
     def _runner(self, entry: Entry) -> Any:
         upstream = self.upstreams[entry.server]
@@ -247,7 +351,7 @@ class Gateway:
 
     # -- MCP handlers --------------------------------------------------------------------------
     def _build_server(self) -> Server[Any]:
-        return Server(
+        return _Server(
             "toolsift-gateway",
             version=_version(),
             instructions="Find tools with tool_search, then run them with call_tool.",
@@ -258,9 +362,9 @@ class Gateway:
 
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = self._caller(ctx)
-        if not str(ctx.protocol_version).startswith("2026") and len(self._legacy) < MAX_LEGACY_SESSIONS:
-            self._legacy[id(getattr(ctx.session, "_connection", ctx.session))] = ctx.session
-        tools = [types.Tool.model_validate(d) for d in self.toolbox(caller).tools("mcp")]
+        if not str(ctx.protocol_version).startswith("2026"):
+            self._remember_session(ctx)
+        tools = list((await self.listing(caller)).tools)
         if caller.admin and self.config.strict_schema_changes:
             tools.append(_review_tool())
         return types.ListToolsResult(tools=tools)
@@ -269,8 +373,8 @@ class Gateway:
         caller = self._caller(ctx)
         name, arguments = params.name, dict(params.arguments or {})
         version = self.version
-        box = self.toolbox(caller, version)
         started = time.perf_counter()
+        box = (await self.listing(caller, version)).toolbox
         if name == REVIEW and caller.admin and self.config.strict_schema_changes:
             return await self._review(arguments)
         if name == SEARCH:
@@ -345,10 +449,24 @@ class Gateway:
     async def _serve_http(self) -> None:
         import uvicorn
 
-        app = _Authenticate(self.server.streamable_http_app(streamable_http_path=self.config.path), self)
-        sock = socket.socket(socket.AF_INET6 if ":" in self.config.host else socket.AF_INET)
+        c = self.config
+        mcp_app = self.server.streamable_http_app(
+            streamable_http_path=c.path,
+            host=c.host,
+            transport_security=_transport_security(c),
+            session_idle_timeout=c.session_idle_timeout,
+            max_sessions=c.max_sessions,
+        )
+        _limit_sessions_per_caller(self.server, c.max_sessions_per_caller)
+        app = _Authenticate(mcp_app, self)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+        # without it a kept-open connection waits ~40 ms for delayed ACKs on every response
+        sock = socket.socket(
+            socket.AF_INET6 if ":" in c.host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
+        )
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.config.host, self.config.port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((c.host, c.port))
         self.port = sock.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         print(f"toolsift gateway: serving http://{self.config.host}:{self.port}{self.config.path}", file=sys.stderr)
@@ -369,8 +487,50 @@ class Gateway:
         sock.close()
 
 
+def _transport_security(config: GatewayConfig) -> TransportSecuritySettings | None:
+    """The SDK's Host/Origin (DNS-rebinding) check for the configured bind address.
+
+    Loopback: the SDK's own loopback lists, plus ``allowed_hosts``/``allowed_origins``. Another
+    address: that address (any port) plus the lists. A wildcard bind (``0.0.0.0``, ``::``): only
+    the lists, and no check when both are empty, since any name may reach it (tokens are
+    required there).
+    """
+    hosts, origins = list(config.allowed_hosts), list(config.allowed_origins)
+    if loopback(config.host):
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    elif config.host not in ("0.0.0.0", "::", ""):
+        name = f"[{config.host}]" if ":" in config.host else config.host
+        hosts += [name, f"{name}:*"]
+        origins += [f"http://{name}:*", f"https://{name}:*", f"http://{name}", f"https://{name}"]
+    elif not hosts and not origins:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins)
+
+
+def _limit_sessions_per_caller(server: Server[Any], most: int) -> None:
+    """Caps the sessions one caller may hold open at once, so that one token cannot fill the
+    session table and lock every other caller out. The SDK records each session's owner (the
+    ``scope["user"]`` :class:`_Authenticate` sets) and admits sessions in one place; the cap wraps
+    that place. A request over the cap gets the SDK's own 503 answer for a full table."""
+    manager = server._session_manager  # set by streamable_http_app
+    assert manager is not None
+    owners: dict[str, Any] = manager._session_owners
+    admit = manager._admit_session
+
+    def admit_within_quota(requestor: Any) -> Any:
+        if requestor is not None and sum(1 for o in owners.values() if o == requestor) >= most:
+            log.warning("refusing a new session for %s: %d sessions open", requestor.get("client_id"), most)
+            return None
+        return admit(requestor)
+
+    manager._admit_session = admit_within_quota  # type: ignore[method-assign]
+
+
 class _Authenticate:
-    """ASGI wrapper: a request without a known token gets 401 before it reaches MCP."""
+    """ASGI wrapper: a request without a known token gets 401 before it reaches MCP; a known one
+    is handed on as the SDK's authenticated user, so each session is bound to the caller that
+    opened it (another caller's token with its session id is answered as an unknown session)."""
 
     def __init__(self, app: Any, gateway: Gateway) -> None:
         self.app, self.gateway = app, gateway
@@ -378,7 +538,8 @@ class _Authenticate:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            if self.gateway._authenticate(token_of(headers)) is None:
+            caller = self.gateway._authenticate(token_of(headers))
+            if caller is None:
                 body = b'{"error":"invalid_token","error_description":"unknown or missing token"}'
                 await send(
                     {
@@ -389,6 +550,7 @@ class _Authenticate:
                 )
                 await send({"type": "http.response.body", "body": body})
                 return
+            scope = {**scope, "user": AuthenticatedUser(AccessToken(token="", client_id=caller.name, scopes=[]))}
         await self.app(scope, receive, send)
 
 

@@ -10,18 +10,24 @@ Nothing an upstream does (crash, hang, garbage) escapes this class: calls get
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import stdio_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from .config import ServerConfig
 
@@ -31,6 +37,7 @@ MAX_PAGES = 1000
 PING_INTERVAL = 5.0
 PING_TIMEOUT = 5.0
 LIST_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 30.0  # connecting and the initialize handshake
 BACKOFF_START, BACKOFF_MAX = 0.25, 30.0
 
 ToolsCallback = Callable[[str, list[types.Tool]], Awaitable[None]]
@@ -53,6 +60,8 @@ class Upstream:
         debounce: Seconds to wait after a change notification before re-listing, so that a burst
             of notifications costs one listing.
         ping_interval: Seconds between liveness pings.
+        connect_timeout: Seconds a connection (process start or HTTP connect, and the
+            ``initialize`` handshake) may take before it counts as failed and is retried.
     """
 
     def __init__(
@@ -62,12 +71,14 @@ class Upstream:
         *,
         debounce: float = 0.2,
         ping_interval: float = PING_INTERVAL,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         self.config = config
         self.name = config.name
         self._on_tools = on_tools
         self._debounce = debounce
         self._ping_interval = ping_interval
+        self._connect_timeout = connect_timeout
         self._client: Client | None = None
         self._broken = anyio.Event()
         self._changed = anyio.Event()
@@ -90,7 +101,7 @@ class Upstream:
             return Client(streamable_http_client(c.url, http_client=http), **options)
         assert c.command is not None
         params = StdioServerParameters(command=c.command, args=list(c.args), env=dict(c.env or {}), cwd=c.cwd)
-        return Client(params, **options)
+        return Client(_lenient(stdio_client(params)), **options)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -122,20 +133,30 @@ class Upstream:
             self.status = "restarting"
 
     async def _session(self) -> None:
-        async with self._connect() as client:
-            self._broken, self._changed, self._probe = anyio.Event(), anyio.Event(), anyio.Event()
-            await self._refresh(client)
-            self._client = client
-            self.status = "ready"
-            self.last_error = None
-            self.ready.set()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._listen, client)
-                tg.start_soon(self._refresher, client)
-                tg.start_soon(self._pinger, client)
-                await self._broken.wait()
-                tg.cancel_scope.cancel()
+        # The deadline covers entering the client (where the handshake happens) and is lifted once
+        # it is in; the scope encloses the whole connection, so the SDK's own scopes nest inside it.
+        with anyio.move_on_after(self._connect_timeout) as handshake:
+            async with self._connect() as client:
+                handshake.deadline = math.inf
+                await self._serve(client)
+        if handshake.cancelled_caught:
+            raise TimeoutError(f"no answer to initialize within {self._connect_timeout:g} s")
         raise RuntimeError(self.last_error or "connection lost")
+
+    async def _serve(self, client: Client) -> None:
+        """Lists the tools, then watches the connection until it breaks."""
+        self._broken, self._changed, self._probe = anyio.Event(), anyio.Event(), anyio.Event()
+        await self._refresh(client)
+        self._client = client
+        self.status = "ready"
+        self.last_error = None
+        self.ready.set()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._listen, client)
+            tg.start_soon(self._refresher, client)
+            tg.start_soon(self._pinger, client)
+            await self._broken.wait()
+            tg.cancel_scope.cancel()
 
     def mark_broken(self, reason: str) -> None:
         """Asks the supervisor to drop this connection and reconnect."""
@@ -232,6 +253,40 @@ class Upstream:
     def _check_soon(self) -> None:
         """A failed call may be the tool's fault or a dead server: ping now to tell them apart."""
         self._probe.set()
+
+
+@asynccontextmanager
+async def _lenient(transport: AbstractAsyncContextManager[TransportStreams]) -> AsyncIterator[TransportStreams]:
+    """The transport's streams, with each message the SDK could not parse parsed again by the
+    standard library. The SDK's parser refuses a whole message for one string holding an escaped
+    lone surrogate (``"\\ud800"``), so one such tool description would lose the whole listing and
+    time it out, restart after restart; parsed here, the message arrives and only that tool is
+    refused (a tool's text must be valid Unicode)."""
+    async with transport as (read, write):
+        relay, received = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def pump() -> None:
+            async with relay:
+                async for item in read:
+                    await relay.send(_reparsed(item))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            yield received, write
+            tg.cancel_scope.cancel()
+
+
+def _reparsed(item: SessionMessage | Exception) -> SessionMessage | Exception:
+    if not isinstance(item, ValidationError):
+        return item
+    errors = item.errors()
+    if len(errors) != 1 or errors[0]["type"] != "json_invalid" or not isinstance(errors[0]["input"], str | bytes):
+        return item
+    try:
+        data = json.loads(errors[0]["input"])
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False))
+    except (ValueError, RecursionError):
+        return item
 
 
 def _describe(e: BaseException) -> str:

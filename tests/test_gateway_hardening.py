@@ -1,0 +1,289 @@
+"""The gateway against the attacks of the hardening review: each test pins one defect that was found,
+against a real gateway, real upstream servers and real client connections on loopback."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+import httpx2
+
+import toolsift as ts
+from gateway_support import ALICE, BOB, ROOT, SERVERS, call, config_text, eventually, running, search, session, text_of
+from toolsift import cli
+from toolsift.errors import GatewayConfigError
+from toolsift.gateway import load_config, parse
+from toolsift.gateway.config import GatewayConfig, Rule, ServerConfig, permissions_of
+from toolsift.gateway.server import MAX_LOG_CHARS, MAX_LOG_ITEMS, EventLog, Gateway
+from toolsift.gateway.upstream import Upstream
+from toolsift.tiers import Toolbox
+
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+
+
+def open_session(url: str, token: str, **headers: str) -> httpx2.Response:
+    """A handshake-era session opened with plain HTTP: the answer carries ``Mcp-Session-Id``."""
+    return httpx2.post(url, json=INITIALIZE, headers={**ACCEPT, "Authorization": f"Bearer {token}", **headers})
+
+
+def url_of(gateway: Gateway) -> str:
+    return f"http://127.0.0.1:{gateway.port}/mcp"
+
+
+@pytest.fixture
+def gateway(weather_url: str, tmp_path: Path) -> Any:
+    with running(config_text(weather_url, tmp_path), tmp_path) as gw:
+        yield gw
+
+
+# -- 1. a non-loopback bind without [callers] is refused however the host is set -----------------
+def test_a_host_override_cannot_expose_a_gateway_without_callers(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(f"[servers.files]\ncommand = {json.dumps(sys.executable)}\n")
+    config = load_config(path)
+    assert cli.main(["serve", "--config", str(path), "--host", "0.0.0.0", "--port", "0"]) == 2
+    with pytest.raises(GatewayConfigError) as e:
+        dataclasses.replace(config, host="0.0.0.0")
+    assert e.value.field == "gateway.host"
+    with pytest.raises(GatewayConfigError, match="non-loopback"):
+        Gateway(GatewayConfig(servers=config.servers, host="192.0.2.1"))
+    for field, value in (("transport", "tcp"), ("statistics", "global"), ("port", 70000), ("max_sessions", 0)):
+        with pytest.raises(GatewayConfigError) as e:
+            dataclasses.replace(config, **{field: value})
+        assert e.value.field == f"gateway.{field}"
+
+
+# -- 2. no CPU-heavy work on the event loop -------------------------------------------------------
+def test_a_slow_plan_for_one_caller_does_not_delay_another_callers_search(
+    weather_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, order = threading.Event(), []
+    plan = Toolbox._build_plan
+
+    def slow_plan(self: Toolbox) -> Any:
+        if "files" in self._perms:  # alice's plan (files + weather) takes as long as we say
+            release.wait(20)
+        return plan(self)
+
+    monkeypatch.setattr(Toolbox, "_build_plan", slow_plan)
+    with running(config_text(weather_url, tmp_path), tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async def alice_lists() -> None:
+                async with session(gateway, ALICE) as alice:
+                    await alice.list_tools()
+                    order.append("alice")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(alice_lists)
+                async with session(gateway, BOB) as bob:
+                    assert (await search(bob, "weather forecast for a city"))[0] == "weather__get_forecast"
+                    order.append("bob")
+                release.set()
+
+        anyio.run(scenario)
+    assert order == ["bob", "alice"]
+
+
+# -- 3. per-caller statistics by default -----------------------------------------------------------
+def test_the_gateway_ranks_each_caller_with_its_own_statistics(gateway: Gateway, tmp_path: Path) -> None:
+    index = gateway.version.index
+    visible = [t for t in (index.tool(i) for i in range(len(index))) if index.allows(["weather"], t.name)]
+    alone = ts.Index(visible)
+    found = 0
+    for query in ("weather forecast for a city", "read a file", "air quality"):
+        served = [(h.tool.name, h.score) for h in index.search(query, k=10, caller=["weather"])]
+        assert served == [(h.tool.name, h.score) for h in alone.search(query, k=10, caller=["weather"])]
+        found += len(served)
+    assert found >= 2
+    path = tmp_path / "shared.toml"
+    path.write_text("[gateway]\nstatistics = 'shared'\n[servers.a]\ncommand = 'x'\n")
+    assert load_config(path).statistics == "shared"  # the opt-out
+
+
+# -- 4. closed sessions are forgotten; new ones are still told about changes -----------------------
+def test_closed_sessions_are_pruned_and_new_sessions_still_hear_of_changes(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        for _ in range(12):
+            async with session(gateway, ROOT, mode="legacy") as client:
+                await client.list_tools()
+
+        async def pruned() -> bool:
+            return len(gateway._legacy) == 0
+
+        await eventually(pruned)
+        notified = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if type(message).__name__ == "ToolListChangedNotification":
+                notified.set()
+
+        async with session(gateway, ROOT, mode="legacy", message_handler=on_message) as client:
+            await client.list_tools()
+            assert len(gateway._legacy) == 1
+            assert text_of(await call(client, "files__grow", {})) == "grown"
+            with anyio.fail_after(20):
+                await notified.wait()
+
+    anyio.run(scenario)
+
+
+# -- 5. TCP_NODELAY on every accepted connection ---------------------------------------------------
+def test_every_accepted_connection_sends_without_delay(gateway: Gateway) -> None:
+    with socket.create_connection(("127.0.0.1", gateway.port)) as client:
+        client.sendall(b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert client.recv(100).startswith(b"HTTP/1.1")  # served on a kept-open connection
+        local = client.getsockname()
+        served = [
+            t.get_extra_info("socket")
+            for t in gc.get_objects()
+            if type(t).__name__ == "_SelectorSocketTransport" and t.get_extra_info("peername") == local
+        ]
+        assert len(served) == 1
+        assert served[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+# -- 8. a session belongs to the caller that opened it --------------------------------------------
+def test_another_callers_token_cannot_use_or_end_a_session(gateway: Gateway) -> None:
+    url = url_of(gateway)
+    opened = open_session(url, ALICE)
+    assert opened.status_code == 200
+    sid = opened.headers["mcp-session-id"]
+    theirs = {**ACCEPT, "Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}
+    assert httpx2.post(url, json=LIST, headers={**theirs, "Authorization": f"Bearer {BOB}"}).status_code == 404
+    assert httpx2.delete(url, headers={**theirs, "Authorization": f"Bearer {BOB}"}).status_code == 404
+    notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    mine = {**theirs, "Authorization": f"Bearer {ALICE}"}
+    assert httpx2.post(url, json=notice, headers=mine).status_code == 202
+    listed = httpx2.post(url, json=LIST, headers=mine)
+    assert listed.status_code == 200 and "files__read_file" in listed.text
+
+
+# -- 9. one caller cannot take every session -------------------------------------------------------
+def test_one_caller_cannot_open_every_session(weather_url: str, tmp_path: Path) -> None:
+    text = config_text(weather_url, tmp_path, max_sessions_per_caller=2, session_idle_timeout=60)
+    with running(text, tmp_path) as gateway:
+        assert gateway.config.session_idle_timeout == 60
+        url = url_of(gateway)
+        assert [open_session(url, ALICE).status_code for _ in range(3)] == [200, 200, 503]
+        assert open_session(url, BOB).status_code == 200  # other callers are not locked out
+
+
+# -- 10. an upstream that never answers initialize is restarted -----------------------------------
+def test_an_upstream_that_never_answers_initialize_is_restarted() -> None:
+    config = ServerConfig("mute", command=sys.executable, args=(str(SERVERS / "raw_server.py"), "--mute"))
+
+    async def listed(server: str, tools: list[Any]) -> None:
+        raise AssertionError("a mute server lists nothing")
+
+    upstream = Upstream(config, listed, connect_timeout=0.5)
+
+    async def scenario() -> None:
+        with anyio.move_on_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(upstream.run)
+                while upstream.restarts < 2:
+                    await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    assert upstream.restarts >= 2 and "initialize" in (upstream.last_error or "")
+
+
+# -- 11. a gateway reached by name answers its clients ---------------------------------------------
+def test_allowed_hosts_let_clients_reach_the_gateway_by_name(weather_url: str, tmp_path: Path) -> None:
+    text = config_text(weather_url, tmp_path, allowed_hosts=["gateway.internal:*"])
+    with running(text, tmp_path) as gateway:
+        url = url_of(gateway)
+        assert open_session(url, ALICE, Host=f"gateway.internal:{gateway.port}").status_code == 200
+        assert open_session(url, ALICE, Host=f"evil.example:{gateway.port}").status_code == 421  # rebinding
+        assert open_session(url, ALICE).status_code == 200  # loopback names still work
+
+
+# -- 16. rules ignore case and compatibility forms; one bad definition costs only that tool ---------
+def test_rules_match_whatever_the_case_of_the_name() -> None:
+    rule = Rule(match="raw__delete_*", require=("admin",))
+    for name in ("raw__delete_file", "raw__Delete_file", "RAW__DELETE_FILE", "raw__\uff24elete_file"):
+        assert rule.applies(name, None), name
+    config = parse({"servers": {"raw": {"command": "x"}}, "rules": [{"match": "raw__delete_*", "require": "admin"}]})
+    assert permissions_of(config, "raw", "raw__Delete_file", None) == (("admin", "raw"), False)
+
+
+def test_one_undecodable_description_costs_only_that_tool(tmp_path: Path) -> None:
+    text = f"""
+[gateway]
+port = 0
+log = {json.dumps(str(tmp_path / "gateway.jsonl"))}
+[servers.raw]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVERS / "raw_server.py"))}]
+"""
+    with running(text, tmp_path) as gateway:
+        assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt"]
+        assert gateway.upstreams["raw"].restarts == 0
+
+        async def scenario() -> None:
+            async with session(gateway, None) as client:
+                assert await search(client, "facts about basalt", 1) == ["raw__lookup_basalt"]
+                assert text_of(await call(client, "raw__lookup_basalt", {})) == "facts from lookup_basalt"
+
+        anyio.run(scenario)
+    events = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().split("\n") if line]
+    assert [e["tool"] for e in events if e["event"] == "invalid_tool"] == ["broken"]
+
+
+# -- 17. the log is bounded ------------------------------------------------------------------------
+def test_the_log_caps_fields_and_lines_and_rotates(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.jsonl"
+    log = EventLog(str(path), max_bytes=200_000, backups=2)
+    log.write("search", query="q" * 3_000_000, tools=[f"t{i}" for i in range(20_000)])
+    record = json.loads(path.read_text())
+    assert len(record["query"]) < MAX_LOG_CHARS + 50 and record["query"].startswith("qqq")
+    assert len(record["tools"]) == MAX_LOG_ITEMS and record["tools_total"] == 20_000
+    log.write_each("schema_changed", ({"tool": f"t{i}"} for i in range(20_000)))
+    for _ in range(3000):
+        log.write("search", query="x" * 500)
+    log.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["gateway.jsonl", "gateway.jsonl.1", "gateway.jsonl.2"]
+    assert all(p.stat().st_size <= 200_000 for p in tmp_path.iterdir())
+    lines = "".join(p.read_text() for p in tmp_path.iterdir()).split("\n")
+    assert sum('"schema_changed"' in line for line in lines) <= MAX_LOG_ITEMS
+
+
+# -- 20. handshake-era clients are told that the list changes --------------------------------------
+def test_handshake_era_clients_are_told_the_tool_list_can_change(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ALICE, mode="legacy") as client:
+            capabilities = client.server_capabilities
+            assert capabilities.tools is not None and capabilities.tools.list_changed is True
+
+    anyio.run(scenario)
+
+
+def test_callers_with_the_same_permissions_share_one_listing(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ALICE) as a, session(gateway, ALICE) as b:
+            first, second = await a.list_tools(), await b.list_tools()
+            assert [t.name for t in first.tools] == [t.name for t in second.tools]
+        assert len(gateway.version.listings) == 1
+
+    anyio.run(scenario)
