@@ -11,7 +11,7 @@ import pytest
 import toolsift as ts
 from toolsift.cli import main
 from toolsift.errors import CatalogFormatError
-from toolsift.eval import evaluate, load_files, score_query, toolsift_system
+from toolsift.eval import evaluate, load_files, load_gateway_log, score_query, toolsift_system
 from toolsift.eval.metrics import complete_at, ndcg_at, recall_at, reciprocal_rank
 
 
@@ -75,3 +75,26 @@ def test_eval_command_prints_the_table_and_writes_json(labelled: tuple[Path, Pat
     table = capsys.readouterr().out
     assert "| toolsift |" in table and "| bm25s |" in table and "nDCG@10" in table
     assert [r["system"] for r in json.loads(out.read_text())["results"]] == ["toolsift", "bm25s"]
+
+
+def test_unicode_line_separators_in_queries_do_not_break_a_labelled_file_or_a_gateway_log(tmp_path: Path) -> None:
+    ts.Catalog([ts.Tool("get_weather", "Current weather for a city"), ts.Tool("send_email", "Send an email")]).save(
+        tmp_path / "tools.jsonl"
+    )
+    query = "weather\u2028in Paris\x85today\u2029please"
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query": query, "relevant": ["get_weather"]}, ensure_ascii=False) + "\n", "utf-8")
+    assert [q.text for q in load_files(tmp_path / "tools.jsonl", queries).queries] == [query]
+    # a gateway log, written the way the gateway's EventLog writes it, beside its catalog
+    log = tmp_path / "gateway.jsonl"
+    (tmp_path / "tools.jsonl").rename(f"{log}.tools.jsonl")
+    events = [
+        {"event": "search", "caller": "ann", "query": query, "tools": ["get_weather"], "version": 1, "ms": 0.1},
+        {"event": "call", "caller": "ann", "tool": "get_weather", "via": "call_tool", "outcome": "ok", "ms": 0.2},
+        {"event": "search", "caller": "bob", "query": "mail\u2028", "tools": [], "version": 1, "ms": 0.1},
+        {"event": "call", "caller": "bob", "tool": "send_email", "via": "send_email", "outcome": "ok", "ms": 0.2},
+    ]
+    lines = [json.dumps({"ts": 1.0 + i, **e}, ensure_ascii=False, sort_keys=True) + "\n" for i, e in enumerate(events)]
+    log.write_text("".join(lines), encoding="utf-8")
+    data = load_gateway_log(log)
+    assert [(q.text, q.relevant) for q in data.queries] == [(query, ("get_weather",)), ("mail\u2028", ("send_email",))]

@@ -86,6 +86,17 @@ def test_files_in_every_shape_load(tmp_path: Path) -> None:
     assert ts.Catalog.from_file(mixed).names == ("weather", "b")
 
 
+def test_unicode_line_separators_in_text_survive_a_save_and_a_load(tmp_path: Path) -> None:
+    # JSON Lines are separated by "\n" alone; U+0085, U+2028 and U+2029 are ordinary characters
+    tools = [
+        ts.Tool(f"t{i}", f"first{c}second", examples=[f"ex{c}"], search_text=f"{c}x{c}", annotations={"title": c})
+        for i, c in enumerate("\x85\u2028\u2029")
+    ]
+    for name in ("catalog.jsonl", "catalog.txt"):
+        ts.Catalog(tools).save(tmp_path / name)
+        assert list(ts.Catalog.from_file(tmp_path / name)) == tools
+
+
 def test_invalid_utf8_in_a_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b'{"name": "ok"}\n{"name": "caf\xe9"}\n')

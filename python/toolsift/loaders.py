@@ -11,7 +11,7 @@ takes two options for what those formats cannot carry:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,22 +151,39 @@ def _decode(path: Path) -> str:
         raise CatalogEncodingError(f"{path}: invalid UTF-8 at byte {e.start} (line {line})") from None
 
 
+def parse_json(text: str, where: object) -> Any:
+    """``json.loads(text)``, failing with a :class:`~toolsift.errors.CatalogFormatError` that
+    starts with ``where`` (a file, or a file and line)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        at = f"column {e.colno}" if e.lineno == 1 else f"line {e.lineno}, column {e.colno}"
+        raise CatalogFormatError(f"{where}: not valid JSON: {e.msg} at {at}") from None
+
+
+def json_lines(text: str, source: object) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line of JSON Lines ``text``.
+
+    Lines end at ``"\\n"`` alone (a ``"\\r"`` before it is JSON whitespace). U+0085, U+2028 and
+    U+2029, where :meth:`str.splitlines` would also cut, are ordinary characters of a JSON string:
+    ``json.dumps(..., ensure_ascii=False)`` writes them as they are.
+
+    Raises:
+        CatalogFormatError: A line is not JSON (the message names ``source`` and the line).
+    """
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.strip(" \t\r"):  # JSON's whitespace, no other
+            yield n, parse_json(line, f"{source}: line {n}")
+
+
 def _parse(text: str, path: Path) -> Any:
-    stripped = text.lstrip()
-    if path.suffix != ".jsonl" and stripped[:1] in ("[", "{"):
+    if path.suffix != ".jsonl" and text.lstrip()[:1] in ("[", "{"):
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
+            return parse_json(text, path)
+        except CatalogFormatError:
             if path.suffix == ".json":
-                raise CatalogFormatError(f"{path}: not valid JSON: {e}") from None
-    items = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise CatalogFormatError(f"{path}: line {n} is not valid JSON: {e.msg}") from None
-    return items
+                raise
+    return [value for _, value in json_lines(text, path)]
 
 
 def load_file(path: str | Path, **options: Any) -> list[Tool]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..catalogs import cache_dir
 from ..errors import CatalogFormatError, ToolsiftError
+from ..loaders import json_lines
 from ..registry import Catalog, Tool
 
 BFCL_VERSION = "2026.3.23"
@@ -77,13 +78,10 @@ def load_files(tools: str | Path, queries: str | Path) -> Dataset:
     """A dataset from a catalog file and a queries JSONL file."""
     catalog = Catalog.from_file(tools)
     out = []
-    for n, line in enumerate(Path(queries).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, row in json_lines(Path(queries).read_text(encoding="utf-8"), queries):
         try:
-            row = json.loads(line)
             q = LabelledQuery(str(row.get("id", n)), row["query"], tuple(row["relevant"]), row.get("category", "all"))
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+        except (AttributeError, KeyError, TypeError) as e:
             raise CatalogFormatError(f"{queries}: line {n} is not a labelled query ({e})") from None
         unknown = [r for r in q.relevant if catalog.get(r) is None]
         if unknown:
@@ -105,11 +103,9 @@ def load_gateway_log(log: str | Path) -> Dataset:
     catalog = Catalog(dataclasses.replace(t, permissions=()) for t in Catalog.from_file(Path(f"{path}.tools.jsonl")))
     last: dict[str, int] = {}
     rows: list[tuple[str, list[str]]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            raise CatalogFormatError(f"{path}: line {n} is not JSON") from None
+    for n, event in json_lines(path.read_text(encoding="utf-8"), path):
+        if not isinstance(event, dict):
+            raise CatalogFormatError(f"{path}: line {n} is a {type(event).__name__}, not a JSON object")
         caller = str(event.get("caller"))
         if event.get("event") == "search" and isinstance(event.get("query"), str):
             last[caller] = len(rows)
@@ -137,9 +133,8 @@ def _bfcl_wheel() -> Path:
 
 
 def _jsonl(z: zipfile.ZipFile, name: str) -> Iterator[dict[str, Any]]:
-    for line in z.read(f"bfcl_eval/data/{name}").decode("utf-8").splitlines():
-        if line.strip():
-            yield json.loads(line)
+    for _, value in json_lines(z.read(f"bfcl_eval/data/{name}").decode("utf-8"), name):
+        yield value
 
 
 def _object_types(schema: Any) -> Any:
