@@ -237,14 +237,15 @@ class Catalog(Sequence[Tool]):
         return None if i is None else self._tools[i]
 
     def save(self, path: str | Path) -> None:
-        """Writes the catalog as JSON Lines in toolsift's own form (readable by :meth:`from_file`)."""
-        import os
+        """Writes the catalog as JSON Lines in toolsift's own form (readable by :meth:`from_file`).
 
-        lines = [t.to_json() for t in self._tools]
-        target = Path(path)
-        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        os.replace(temp, target)  # readers see the old file or the new one, never half of one
+        The file is replaced atomically (readers and concurrent saves see one whole catalog) and
+        keeps the permission bits of the file it replaces. A temporary file that a killed save
+        left beside it is removed by a later save once 15 minutes old.
+        """
+        from ._atomic import write_atomic
+
+        write_atomic(path, (t.to_json().encode() + b"\n" for t in self._tools))
 
     @classmethod
     def from_mcp(cls, result: Any, **options: Any) -> Catalog:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from ._atomic import write_atomic
 from .errors import SnapshotError, ToolsiftError
 from .registry import Tool
 
@@ -65,7 +64,7 @@ class LazyTools(Sequence[Tool]):
 def save(
     path: str | Path, tools: Sequence[Tool], core: bytes, vectors: np.ndarray | None, options: dict[str, Any]
 ) -> None:
-    """Writes an index file atomically."""
+    """Writes an index file atomically (see :func:`toolsift._atomic.write_atomic`)."""
     lines = [t.to_json().encode() + b"\n" for t in tools]
     offsets = np.cumsum([0, *map(len, lines)]).tolist()
     vec = b"" if vectors is None else np.ascontiguousarray(vectors, dtype="<f4").tobytes()
@@ -76,19 +75,7 @@ def save(
     for s in (sections[0], sections[1], sections[3]):
         crc = zlib.crc32(s, crc)
     head = _HEAD.pack(MAGIC, FORMAT, *map(len, sections), crc)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(head)
-            for s in sections:
-                f.write(s)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, [head, *sections])
 
 
 def load(path: str | Path) -> tuple[LazyTools, bytes, np.ndarray | None, dict[str, Any]]:
