@@ -1,6 +1,7 @@
 """Fuzzing the Python entry points with hypothesis: loaders of every shape, tools, queries and
-callers get arbitrary JSON-like input (control and zero-width characters, deep nesting, huge and
-empty strings). Every outcome is a result or a typed ``ToolsiftError``; nothing else escapes.
+callers get arbitrary JSON-like input (control and zero-width characters, lone surrogates, line
+separators, deep nesting up to 100,000 levels, huge and empty strings). Every outcome is a result or
+a typed ``ToolsiftError``; nothing else escapes.
 
 ``TOOLSIFT_FUZZ_EXAMPLES`` sets the cases per target (CI runs a short smoke; the figures in
 SECURITY.md come from a longer run)."""
@@ -23,8 +24,9 @@ EXAMPLES = int(os.environ.get("TOOLSIFT_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 odd_text = st.text(
-    st.sampled_from(list("ab zé_-.中\u200b\u202e\x00\x07\n\t\ufeff\U000e0041💥")), max_size=40
+    st.sampled_from(list("ab zé_-.中\u200b\u202e\x00\x07\n\t\ufeff\U000e0041💥\ud83d\udfff\u2028\x85")), max_size=40
 ) | st.just("w " * 20_000)
+names = st.text(st.sampled_from(list("abz_-.é中💥")), min_size=1, max_size=20) | odd_text  # mostly valid
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | odd_text
 json_like = st.recursive(
     scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(odd_text | st.sampled_from(
@@ -78,7 +80,7 @@ def _nested(depth: int) -> dict[str, Any]:
 
 
 @FUZZ
-@given(odd_text, odd_text, st.integers(0, 3000), st.lists(odd_text, max_size=3), odd_text, scalars)
+@given(names, odd_text, st.integers(0, 120) | st.integers(0, 3000), st.lists(odd_text, max_size=3), odd_text, scalars)
 def test_tools_index_and_queries_never_crash(
     name: str, description: str, depth: int, caller: list[str], query: str, budget: Any
 ) -> None:
@@ -86,7 +88,39 @@ def test_tools_index_and_queries_never_crash(
         tool = ts.Tool(name, description, _nested(depth), permissions=caller[:1], examples=[description])
     except ToolsiftError:
         return
-    index = ts.Index([tool, ts.Tool("other", query or "x")], scan="report")
+    other = ts.Tool("other", query.encode(errors="replace").decode() or "x")  # matches the query, if it is text
+    index = ts.Index([tool, other], scan="report")
     outcome(index.search, query, 5, caller)
     outcome(index.select, query, caller, budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
     outcome(index.select, query, caller, budget)  # a wrong-typed budget is a typed error too
+
+
+def _deep(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for i in range(levels):
+        value = [value] if i % 2 else {"type": "object", "x": value}
+    return value
+
+
+depths = st.integers(0, 150) | st.sampled_from([3_000, 100_000])
+
+
+@FUZZ
+@given(st.sampled_from(["parameters", "annotations", "examples", "description", "permissions"]), depths, scalars)
+def test_deep_nesting_in_any_tool_field_is_a_result_or_a_typed_error(field: str, levels: int, leaf: Any) -> None:
+    try:
+        tool = ts.Tool("deep", **{field: _deep(levels, leaf)})
+    except ToolsiftError:
+        return
+    ts.Index([tool]).select("deep")
+    ts.to_mcp([tool]), ts.to_openai([tool]), ts.to_anthropic([tool]), tool.to_json()
+
+
+@FUZZ
+@given(depths, st.sampled_from(["a.json", "a.jsonl", "a.txt"]), st.sampled_from(["[]", "{}"]))
+def test_deeply_nested_files_load_or_fail_typed(tmp_path_factory: Any, levels: int, name: str, brackets: str) -> None:
+    path: Path = tmp_path_factory.mktemp("deep") / name
+    open_, close = brackets
+    inner = f'"k": {open_}' if open_ == "{" else open_
+    path.write_text(open_ + inner * levels + close * levels + close, encoding="utf-8")
+    outcome(ts.Catalog.from_file, path)

@@ -19,8 +19,8 @@ from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
 from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, SnapshotError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
-from .query import Query
-from .registry import Catalog, Tool
+from .query import Query, check_text
+from .registry import Catalog, Tool, name_arg
 from .scan import Finding
 from .scan import scan as scan_tools
 from .text import dense_text, field_params, tool_fields
@@ -93,7 +93,11 @@ def _validate(caller: Caller) -> Perms:
     elif type(caller) in (list, tuple):  # exact types: a subclass could lie in __len__
         perms = caller  # type: ignore[assignment]
     else:
-        perms = list(caller)
+        try:
+            perms = list(caller)
+        except TypeError:
+            kind = type(caller).__name__
+            raise InvalidParameterError(f"caller must be strings, a string or None, not {kind}") from None
     key = _join(perms)
     found = None if key is None else _VALID.get(key)
     # Validated before. Only callers whose strings hold no NUL are stored under their joined
@@ -108,6 +112,7 @@ def _validate(caller: Caller) -> Perms:
     for p in names:
         if p.startswith(RESERVED):
             raise InvalidParameterError(f"permissions starting with {RESERVED!r} are reserved, found {p!r}")
+        check_text("a caller permission", p)
     # stored under the joined text only when it is unambiguous (no string holds a NUL)
     found = Perms(names, key if key is not None and key.count("\0") == len(names) - 1 else names)
     if len(_VALID) >= MAX_CALLERS:
@@ -385,7 +390,7 @@ class Index:
 
     def allows(self, caller: Caller, name: str) -> bool:
         """True when a tool called ``name`` exists and the caller may use it."""
-        i = self._positions.get(name)
+        i = self._positions.get(name_arg(name))
         return i is not None and self._core.allows(self._mask(_caller(caller)), i)
 
     def get(self, name: str, caller: Caller = None) -> Tool:
@@ -403,7 +408,11 @@ class Index:
         """
         k, perms = _count("k", k), _caller(caller)
         if self._dense is None and self._rerank is None:
-            positions, scores = self._core_search(_query(query), perms, k)
+            try:
+                positions, scores = self._core_search(_query(query), perms, k)
+            except (TypeError, UnicodeEncodeError):  # the core could not read the text: say why
+                _check_queries([query])
+                raise
             return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
         return self._ranking(Query.of(query), perms, max(k, self._depth))[:k]
 
@@ -437,7 +446,11 @@ class Index:
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
         if self._dense is None and self._rerank is None:
-            packed = self._core_select(_query(query), perms, tokens, cap)
+            try:
+                packed = self._core_select(_query(query), perms, tokens, cap)
+            except (TypeError, UnicodeEncodeError):
+                _check_queries([query])
+                raise
         else:
             order = np.array([h.position for h in self._ranking(Query.of(query), perms, self._depth)], dtype=np.uint32)
             packed = self._core.select_ranked(order, self._mask(perms), tokens, cap)
@@ -448,7 +461,11 @@ class Index:
         k, perms = _count("k", k), _caller(caller)
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.search(q, k, perms.names) for q in queries]
-        batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
+        try:
+            batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
+        except (TypeError, UnicodeEncodeError):
+            _check_queries(queries)
+            raise
         return [[Hit(self._tools[i], i, s) for i, s in zip(p.tolist(), sc.tolist(), strict=True)] for p, sc in batch]
 
     def select_many(
@@ -460,7 +477,11 @@ class Index:
         perms = _caller(caller)
         if self._dense is not None or self._rerank is not None or self._statistics == "caller":
             return [self.select(q, perms.names, budget, k=k) for q in queries]
-        batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
+        try:
+            batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
+        except (TypeError, UnicodeEncodeError):
+            _check_queries(queries)
+            raise
         return [Selection(self, packed, budget) for packed in batch]
 
 
@@ -474,6 +495,17 @@ def _query(query: str | Query) -> str | list[tuple[str, float]]:
     if type(query) is str:  # the common case: the core takes the text as it is
         return query
     return list(Query.of(query).parts)
+
+
+def _check_queries(queries: Iterable[object]) -> None:
+    """Raises :class:`InvalidParameterError` for the first query string that is not valid Unicode.
+
+    Called only once the core has refused a query: a string query goes to the core as it is,
+    and the core's own check of its text costs nothing more.
+    """
+    for query in queries:
+        if isinstance(query, str):
+            check_text("query", query)
 
 
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:

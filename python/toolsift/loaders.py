@@ -153,12 +153,17 @@ def _decode(path: Path) -> str:
 
 def parse_json(text: str, where: object) -> Any:
     """``json.loads(text)``, failing with a :class:`~toolsift.errors.CatalogFormatError` that
-    starts with ``where`` (a file, or a file and line)."""
+    starts with ``where`` (a file, or a file and line): for text that is not JSON, nests deeper
+    than Python's recursion limit or holds an integer past its int-to-str digit limit."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         at = f"column {e.colno}" if e.lineno == 1 else f"line {e.lineno}, column {e.colno}"
         raise CatalogFormatError(f"{where}: not valid JSON: {e.msg} at {at}") from None
+    except RecursionError:
+        raise CatalogFormatError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as e:  # an integer past Python's int-to-str digit limit
+        raise CatalogFormatError(f"{where}: JSON that cannot be read: {e}") from None
 
 
 def json_lines(text: str, source: object) -> Iterator[tuple[int, Any]]:
@@ -169,7 +174,8 @@ def json_lines(text: str, source: object) -> Iterator[tuple[int, Any]]:
     ``json.dumps(..., ensure_ascii=False)`` writes them as they are.
 
     Raises:
-        CatalogFormatError: A line is not JSON (the message names ``source`` and the line).
+        CatalogFormatError: A line cannot be parsed (see :func:`parse_json`); the message names
+            ``source`` and the line.
     """
     for n, line in enumerate(text.split("\n"), 1):
         if line.strip(" \t\r"):  # JSON's whitespace, no other

@@ -19,6 +19,18 @@ from .errors import InvalidParameterError
 MAX_WEIGHT = 1e6
 
 
+def check_text(what: str, value: object) -> str:
+    """``value`` if it is a string that is valid Unicode (no lone surrogate, such as half of an
+    emoji cut off), for text the core reads; raises :class:`InvalidParameterError` otherwise."""
+    if not isinstance(value, str):
+        raise InvalidParameterError(f"{what} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidParameterError(f"{what} holds a lone surrogate ({value[e.start]!r}), not Unicode text") from None
+    return value
+
+
 def _text(content: Any) -> str:
     """The text of a message's content: a string, or the text blocks of a block list."""
     if isinstance(content, str):
@@ -50,8 +62,7 @@ class Query:
 
     def __post_init__(self) -> None:
         for text, weight in self.parts:
-            if not isinstance(text, str):
-                raise InvalidParameterError(f"query text must be a string, not {type(text).__name__}")
+            check_text("query text", text)
             if (
                 isinstance(weight, bool)
                 or not isinstance(weight, int | float)

@@ -16,6 +16,7 @@ from typing import Any, overload
 
 from .errors import (
     DuplicateToolError,
+    InvalidParameterError,
     InvalidToolError,
     InvalidToolTypeError,
     SchemaError,
@@ -59,22 +60,39 @@ def _depth(value: object) -> int:
     return deepest
 
 
+def _json_copy(name: str, field: str, value: Mapping[str, Any], error: type[InvalidToolError]) -> dict[str, Any]:
+    """A deep copy of ``value`` through JSON, refused (``error``, naming the tool and field) when
+    it nests too deeply or is not JSON: NaN, a non-JSON object, an integer past Python's
+    int-to-str digit limit, a lone surrogate in a string or key."""
+    if _depth(value) > MAX_SCHEMA_DEPTH:
+        raise error(f"{field} nest deeper than {MAX_SCHEMA_DEPTH} levels", tool=name, field=field)
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise error(f"{field} are not valid JSON: {e}", tool=name, field=field) from None
+    copy: dict[str, Any] = json.loads(_check_text(name, field, text, error))
+    return copy
+
+
 def _check_schema(name: str, schema: object) -> dict[str, Any]:
     if not isinstance(schema, Mapping):
         raise SchemaError(
             f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters"
         )
-    if _depth(schema) > MAX_SCHEMA_DEPTH:
-        raise SchemaError(f"parameters nest deeper than {MAX_SCHEMA_DEPTH} levels", tool=name, field="parameters")
-    try:
-        copy: dict[str, Any] = json.loads(json.dumps(schema, allow_nan=False))
-    except (TypeError, ValueError, RecursionError) as e:
-        raise SchemaError(f"parameters are not valid JSON: {e}", tool=name, field="parameters") from None
+    copy = _json_copy(name, "parameters", schema, SchemaError)
     if copy.get("type", "object") != "object":
         raise SchemaError(
             f"parameters must be an object schema, not type {copy['type']!r}", tool=name, field="parameters"
         )
     return copy
+
+
+def _check_text(name: str, field: str, value: str, error: type[InvalidToolError] = InvalidToolError) -> str:
+    try:
+        value.encode("utf-8")  # the core, and every file written, needs UTF-8
+    except UnicodeEncodeError as e:
+        raise error(f"a lone surrogate ({value[e.start]!r}) is not Unicode text", tool=name, field=field) from None
+    return value
 
 
 def _check_strings(name: str, field: str, value: object) -> tuple[str, ...]:
@@ -87,7 +105,17 @@ def _check_strings(name: str, field: str, value: object) -> tuple[str, ...]:
             raise InvalidToolTypeError(
                 f"{field} must hold strings, found {type(item).__name__}", tool=name, field=field
             )
+        _check_text(name, field, item)
     return out
+
+
+def name_arg(name: object) -> str:
+    """``name`` as a plain string for a lookup by tool name (:class:`InvalidParameterError` if not)."""
+    if type(name) is str:
+        return name
+    if not isinstance(name, str):
+        raise InvalidParameterError(f"a tool name must be a string, not {type(name).__name__}")
+    return str.__str__(name)  # a str subclass could lie in __eq__ or __hash__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +134,7 @@ class Tool:
         cost_tokens: Explicit prompt cost; ``None`` lets the index's token counter measure the
             emitted definition.
         annotations: MCP tool annotations (``readOnlyHint`` and so on), passed through to MCP output.
+            Stored as a deep copy through JSON, so they must be JSON.
     """
 
     name: str
@@ -127,6 +156,7 @@ class Tool:
             if not isinstance(getattr(self, field), str):
                 kind = type(getattr(self, field)).__name__
                 raise InvalidToolTypeError(f"{field} must be a string, not {kind}", tool=name, field=field)
+            _check_text(name, field, getattr(self, field))
         put(self, "parameters", _check_schema(name, self.parameters))
         perms = _check_strings(name, "permissions", self.permissions or ())  # "" / None: public
         if any(not p for p in perms):
@@ -143,7 +173,7 @@ class Tool:
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
                 raise InvalidToolTypeError("annotations must be a mapping", tool=name, field="annotations")
-            put(self, "annotations", dict(self.annotations))
+            put(self, "annotations", _json_copy(name, "annotations", self.annotations, InvalidToolError))
 
     def __hash__(self) -> int:
         return hash(("Tool", self.name))
@@ -227,13 +257,13 @@ class Catalog(Sequence[Tool]):
     def position(self, name: str) -> int:
         """Registry position of the tool called ``name``."""
         try:
-            return self._positions[name]
+            return self._positions[name_arg(name)]
         except KeyError:
             raise UnknownToolError(name) from None
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or ``None``."""
-        i = self._positions.get(name)
+        i = self._positions.get(name_arg(name))
         return None if i is None else self._tools[i]
 
     def save(self, path: str | Path) -> None:

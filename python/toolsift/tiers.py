@@ -229,7 +229,12 @@ class Toolbox:
     # -- execution -----------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
         """Runs a tool call from the model: ``tool_search``, ``call_tool`` or a tool by name."""
-        arguments = dict(arguments or {})
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, Mapping):
+            kind = type(arguments).__name__
+            raise InvalidParameterError(f"the arguments of a tool call must be an object, not {kind}")
+        arguments = dict(arguments)
         if self.tiers is not None and name == SEARCH:
             return self._search(arguments)
         via = None

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import InvalidParameterError, ToolsiftError
+from .query import check_text
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS usage (
     user TEXT NOT NULL, tool TEXT NOT NULL, score REAL NOT NULL, calls INTEGER NOT NULL,
@@ -51,16 +52,6 @@ def _connect(path: str | Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous=NORMAL")  # WAL's own recommendation: a crash loses no commit
     db.execute(_SCHEMA)
     return db
-
-
-def _text(what: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidParameterError(f"{what} must be a string, not {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise InvalidParameterError(f"{what} holds a lone surrogate ({value[e.start]!r}), not valid Unicode") from None
-    return value
 
 
 class UsageStore:
@@ -100,13 +91,13 @@ class UsageStore:
 
     def record(self, user: str, tool: str) -> None:
         """Counts one call of ``tool`` by ``user``."""
-        args = (_text("user", user), _text("tool", tool), float(self.clock()), self.half_life_s)
+        args = (check_text("user", user), check_text("tool", tool), float(self.clock()), self.half_life_s)
         with self._lock:
             self._db.execute(_RECORD, args)
 
     def score(self, user: str, tool: str) -> float:
         """The decayed count of ``tool`` for ``user`` now (0 before the warm-up is reached)."""
-        key = (_text("user", user), _text("tool", tool))
+        key = (check_text("user", user), check_text("tool", tool))
         with self._lock:
             row = self._db.execute("SELECT score, calls, updated FROM usage WHERE user=? AND tool=?", key).fetchone()
         if row is None or row[1] < self.warmup:

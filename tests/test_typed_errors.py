@@ -1,0 +1,138 @@
+"""Bad input of every kind ends in one exact ``toolsift.errors`` class, naming the tool and field
+for a tool's input: never a bare TypeError, UnicodeEncodeError, ValueError or RecursionError, at
+definition time or later (indexing, emitting, saving)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolsift as ts
+from toolsift.errors import (
+    CatalogFormatError,
+    InvalidParameterError,
+    InvalidToolError,
+    InvalidToolTypeError,
+    SchemaError,
+)
+
+LONE = "\ud83d"  # the first half of an emoji, cut off
+DEEP = 100_000
+HUGE = 10**5000  # past Python's 4,300-digit int-to-str limit
+
+
+def deep_list(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def deep_object(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"type": "object"}
+    for _ in range(levels - 1):
+        value = {"type": "object", "properties": {"x": value}}
+    return value
+
+
+def tool(**fields: Any) -> Callable[[], Any]:
+    """Making a tool and using it everywhere a tool goes: index, emitters, its JSON, a catalog file."""
+
+    def make() -> None:
+        made = ts.Tool(fields.pop("name", "t"), **fields)
+        ts.Index([made]).select("t")
+        ts.to_mcp([made]), ts.to_openai([made]), made.to_json()
+
+    return make
+
+
+INDEX = ts.Index([ts.Tool("a", "refund an order"), ts.Tool("b", "ship it", permissions=["p"])])
+TIERED = ts.Toolbox(ts.Catalog([ts.Tool("a", "refund an order")]), tiers=ts.ToolTierOptions())
+
+TOOL_CASES = [
+    ("surrogate in name", tool(name="a" + LONE), InvalidToolError, "name"),
+    ("surrogate in description", tool(description=LONE), InvalidToolError, "description"),
+    ("surrogate in search_text", tool(search_text="x" + LONE), InvalidToolError, "search_text"),
+    ("surrogate in examples", tool(examples=["ok", LONE]), InvalidToolError, "examples"),
+    ("surrogate in permissions", tool(permissions=[LONE]), InvalidToolError, "permissions"),
+    ("surrogate in a schema string", tool(parameters={"type": "object", "description": LONE}), SchemaError,
+     "parameters"),
+    ("surrogate in a schema key", tool(parameters={"type": "object", "properties": {LONE: {}}}), SchemaError,
+     "parameters"),
+    ("surrogate in annotations", tool(annotations={"title": LONE}), InvalidToolError, "annotations"),
+    ("surrogate in an annotation key", tool(annotations={LONE: True}), InvalidToolError, "annotations"),
+    ("deep parameters", tool(parameters=deep_object(DEEP)), SchemaError, "parameters"),
+    ("deep annotations", tool(annotations={"x": deep_list(DEEP)}), InvalidToolError, "annotations"),
+    ("deep examples", tool(examples=[deep_list(DEEP)]), InvalidToolTypeError, "examples"),
+    ("huge int in parameters", tool(parameters={"type": "object", "default": HUGE}), SchemaError, "parameters"),
+    ("huge int in annotations", tool(annotations={"x": HUGE}), InvalidToolError, "annotations"),
+    ("NaN annotation", tool(annotations={"x": float("nan")}), InvalidToolError, "annotations"),
+    ("object annotation", tool(annotations={"x": object()}), InvalidToolError, "annotations"),
+    ("annotations not an object", tool(annotations=[1]), InvalidToolTypeError, "annotations"),
+    ("deep MCP inputSchema", lambda: ts.Catalog.from_mcp([{"name": "t", "inputSchema": deep_object(DEEP)}]),
+     SchemaError, "parameters"),
+]  # fmt: skip
+
+PARAMETER_CASES = [
+    ("surrogate query to search", lambda: INDEX.search(LONE)),
+    ("surrogate query to select", lambda: INDEX.select("refund " + LONE)),
+    ("surrogate query to search_many", lambda: INDEX.search_many(["refund", LONE])),
+    ("surrogate query to select_many", lambda: INDEX.select_many(["refund", LONE])),
+    ("surrogate query piece", lambda: INDEX.search(ts.Query(((LONE, 1.0),)))),
+    ("surrogate query, per-caller statistics", lambda: ts.Index(INDEX._tools, statistics="caller").search(LONE)),
+    ("surrogate in tool_search", lambda: TIERED.call("tool_search", {"query": LONE})),
+    ("surrogate permission of a caller", lambda: INDEX.search("refund", caller=["p", LONE])),
+    ("caller=5", lambda: INDEX.search("refund", caller=5)),  # type: ignore[arg-type]
+    ("caller=5 to select", lambda: INDEX.select("refund", caller=5.0)),  # type: ignore[arg-type]
+    ("Index.get of a list", lambda: INDEX.get(["a"])),  # type: ignore[arg-type]
+    ("Index.allows of a list", lambda: INDEX.allows(None, ["a"])),  # type: ignore[arg-type]
+    ("Catalog.get of a list", lambda: ts.Catalog().get(["a"])),  # type: ignore[arg-type]
+    ("Catalog.position of a dict", lambda: ts.Catalog().position({})),  # type: ignore[arg-type]
+    ("tool_search arguments not an object", lambda: TIERED.call("tool_search", "x")),  # type: ignore[arg-type]
+    ("tool arguments not an object", lambda: TIERED.call("a", ["x"])),  # type: ignore[arg-type]
+    ("a tool name that is not a string", lambda: TIERED.call(["a"], {})),  # type: ignore[arg-type]
+    ("UsageStore half_life_s='x'", lambda: ts.UsageStore(half_life_s="x")),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("make, cls, field", [c[1:] for c in TOOL_CASES], ids=[c[0] for c in TOOL_CASES])
+def test_bad_tool_input_is_a_typed_error_naming_the_tool_and_field(
+    make: Callable[[], Any], cls: type[Exception], field: str
+) -> None:
+    with pytest.raises(cls) as e:
+        make()
+    assert type(e.value) is cls
+    assert e.value.tool is not None and e.value.field == field  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("call", [c[1] for c in PARAMETER_CASES], ids=[c[0] for c in PARAMETER_CASES])
+def test_bad_parameters_are_invalid_parameter_errors(call: Callable[[], Any]) -> None:
+    with pytest.raises(InvalidParameterError) as e:
+        call()
+    assert type(e.value) is InvalidParameterError
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("deep.json", "[" * DEEP + "]" * DEEP),
+        ("deep.jsonl", '{"name": "t"}\n' + "[" * DEEP + "]" * DEEP + "\n"),
+        ("deep.txt", "{" + '"a": {' * DEEP + "}" * DEEP + "}"),
+        ("huge.json", '[{"name": "t", "parameters": {"type": "object", "default": ' + "7" * 5000 + "}}]"),
+        ("huge.jsonl", '{"name": "t", "cost_tokens": ' + "7" * 5000 + "}\n"),
+    ],
+)
+def test_files_too_deep_or_with_huge_numbers_are_format_errors(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(CatalogFormatError) as e:
+        ts.Catalog.from_file(tmp_path / name)
+    assert type(e.value) is CatalogFormatError and name in str(e.value)
+
+
+def test_a_normal_query_and_a_valid_surrogate_pair_still_work() -> None:
+    assert [h.tool.name for h in INDEX.search("refund")] == ["a"]
+    assert INDEX.search("refund 😀") == INDEX.search("refund")  # a whole emoji is text like any other
+    assert ts.Tool("t", "emoji 😀", annotations={"title": "😀"}).annotations == {"title": "😀"}
