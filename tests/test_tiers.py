@@ -162,6 +162,35 @@ def test_usage_pins_after_warm_up_ages_with_its_half_life_and_moves_only_at_rese
     assert store.score("bob", "alpha") == 0.0  # per user
 
 
+def test_toolboxes_without_a_user_record_usage_per_caller_and_an_explicit_user_pools_it() -> None:
+    import hashlib
+
+    store = ts.UsageStore(warmup=0, clock=Clock())
+    tools = [ts.Tool(n, f"Tool {n}") for n in ("alpha", "beta", "gamma")]
+    handlers = {t.name: (lambda a: "ok") for t in tools}
+    opts = ToolTierOptions(core=["alpha", "beta", "gamma"], budget_tokens=300, count_tokens=lambda d: 100)
+    ann = Toolbox(ts.Catalog(tools), tiers=opts, caller=["sales", "crm"], handlers=handlers, usage=store)
+    bob = Toolbox(ts.Catalog(tools), tiers=opts, caller=["support"], handlers=handlers, usage=store)
+    for _ in range(5):
+        ann.call("alpha", {})
+    bob.call("gamma", {})
+    # the key: "caller:" + SHA-256 of the JSON list of the sorted permissions, the same in every process
+    digest = hashlib.sha256(json.dumps(["crm", "sales"]).encode()).hexdigest()
+    assert ann.user == f"caller:{digest}" == Toolbox(ts.Catalog(tools), caller=("crm", "sales", "crm")).user
+    assert ann.user != bob.user
+    assert (store.score(ann.user, "alpha"), store.score(bob.user, "alpha")) == (5.0, 0.0)
+    assert (store.score(ann.user, "gamma"), store.score(bob.user, "gamma")) == (0.0, 1.0)
+    # so ann's calls do not move bob's pins
+    bob.tiers = ToolTierOptions(**{**vars(opts), "usage_count": store.usage_count(bob.user)})
+    bob.reset()
+    assert [n for n, t in bob.plan().items() if t is Tier.CORE] == ["gamma"]
+    # an explicit user pools the usage of every toolbox that names it
+    team = [Toolbox(ts.Catalog(tools), caller=c, handlers=handlers, usage=store, user="team") for c in ("a", "b")]
+    team[0].call("beta", {})
+    team[1].call("beta", {})
+    assert store.score("team", "beta") == 2.0 and team[0].user == "team"
+
+
 def test_manual_pins_always_win_over_usage_and_budget() -> None:
     tools = [ts.Tool(n, f"Tool {n}") for n in ("alpha", "beta", "gamma")]
     usage = {"alpha": 50, "beta": 0, "gamma": 9}

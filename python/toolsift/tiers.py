@@ -16,6 +16,7 @@ tool to deferred.
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +90,17 @@ class Hooks:
     after_tool: Callable[[ToolEvent, Any], None] | None = None
 
 
+def usage_key(caller: Caller) -> str:
+    """The user a :class:`Toolbox` without an explicit ``user`` records its calls under.
+
+    ``"caller:"`` followed by the SHA-256 (hex) of the JSON list of the caller's distinct
+    permissions, sorted: the same in every process for the same permissions, different for
+    different ones, so callers never move each other's pins unless they share a ``user``.
+    """
+    perms = sorted(set(_caller(caller).names))
+    return "caller:" + hashlib.sha256(json.dumps(perms).encode()).hexdigest()
+
+
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
@@ -104,8 +116,11 @@ class Toolbox:
         handlers: ``{name: fn(arguments) -> result}``.
         hooks: Callbacks around every real tool call.
         usage: A :class:`~toolsift.usage.UsageStore` that records every real call for ``user``
-            (feed ``usage.usage_count(user)`` to ``ToolTierOptions.usage_count`` to pin by use).
-        user: Who the calls are recorded for.
+            (feed ``usage.usage_count(box.user)`` to ``ToolTierOptions.usage_count`` to pin by use).
+        user: Who the calls are recorded for. ``None`` (the default) keys usage by caller:
+            :func:`usage_key` of ``caller``, so toolboxes of different callers never pool their
+            usage; give several toolboxes the same ``user`` to pool theirs on purpose. After
+            construction :attr:`user` holds the key in use.
     """
 
     catalog: Catalog | Index
@@ -114,11 +129,14 @@ class Toolbox:
     handlers: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)
     hooks: Hooks = field(default_factory=Hooks)
     usage: UsageStore | None = None
-    user: str = "default"
+    user: str | None = None
 
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
         self._perms = _caller(self.caller).names
+        if self.user is not None and not isinstance(self.user, str):
+            raise InvalidParameterError(f"user must be a string or None, not {type(self.user).__name__}")
+        self.user = self._user = usage_key(self._perms) if self.user is None else self.user
         self._plan: dict[str, Tier] | None = None
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
@@ -254,7 +272,7 @@ class Toolbox:
         result = handler(arguments)
         self.used[name] = self.used.get(name, 0) + 1
         if self.usage is not None:
-            self.usage.record(self.user, name)
+            self.usage.record(self._user, name)
         if self.hooks.after_tool:
             self.hooks.after_tool(event, result)
         return result
