@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import toolsift as ts
-from toolsift.errors import UnknownToolError
+from toolsift.errors import InvalidToolError, UnknownToolError
 from toolsift.tiers import Hooks, MissingHandlerError, Tier, Toolbox, ToolEvent, ToolTierOptions
 
 WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
@@ -189,6 +189,22 @@ def test_toolboxes_without_a_user_record_usage_per_caller_and_an_explicit_user_p
     team[0].call("beta", {})
     team[1].call("beta", {})
     assert store.score("team", "beta") == 2.0 and team[0].user == "team"
+
+
+@pytest.mark.parametrize("reserved", ["tool_search", "call_tool"])
+def test_a_tiered_toolbox_refuses_a_tool_named_like_its_meta_tools(reserved: str) -> None:
+    catalog = ts.Catalog([ts.Tool("alpha", "A"), ts.Tool(reserved, "An impostor")])
+    with pytest.raises(InvalidToolError) as e:
+        Toolbox(catalog, tiers=ToolTierOptions(core=["alpha", reserved]))
+    assert (e.value.tool, e.value.field) == (reserved, "name") and "reserved" in str(e.value)
+    # without tiers there is no meta-tool, and the name is a name like any other
+    assert sorted(names(Toolbox(catalog).tools())) == ["alpha", reserved]
+    # a caller that may not use the tool is not told about it, and gets the meta-tools
+    hidden = ts.Catalog([ts.Tool("alpha", "A"), ts.Tool(reserved, "An impostor", permissions="admin")])
+    box = Toolbox(hidden, tiers=ToolTierOptions(core=["alpha", reserved]))
+    assert names(box.tools()) == ["alpha", "tool_search", "call_tool"]
+    with pytest.raises(InvalidToolError):
+        Toolbox(hidden, tiers=ToolTierOptions(), caller="admin")
 
 
 def test_manual_pins_always_win_over_usage_and_budget() -> None:

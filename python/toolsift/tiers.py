@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
-from .errors import InvalidParameterError, ToolsiftError, UnknownToolError
+from .errors import InvalidParameterError, InvalidToolError, ToolsiftError, UnknownToolError
 from .index import Caller, Index, _caller
 from .query import Query
 from .registry import Catalog, Tool
@@ -111,7 +111,9 @@ class Toolbox:
 
     Args:
         catalog: The tools, as a :class:`Catalog` (indexed here) or a built :class:`Index`.
-        tiers: Tier options; ``None`` sends every tool the caller may use.
+        tiers: Tier options; ``None`` sends every tool the caller may use. With tiers, a tool the
+            caller may use must not be called ``tool_search`` or ``call_tool`` (the meta-tools'
+            names): the toolbox refuses it with :class:`~toolsift.errors.InvalidToolError`.
         caller: Permissions of the caller; only tools it may use are ever named or run.
         handlers: ``{name: fn(arguments) -> result}``.
         hooks: Callbacks around every real tool call.
@@ -137,6 +139,11 @@ class Toolbox:
         if self.user is not None and not isinstance(self.user, str):
             raise InvalidParameterError(f"user must be a string or None, not {type(self.user).__name__}")
         self.user = self._user = usage_key(self._perms) if self.user is None else self.user
+        for reserved in (SEARCH, CALL) if self.tiers is not None else ():
+            if self.index.allows(self._perms, reserved):  # one the caller may not use is never named
+                raise InvalidToolError(
+                    "the name is reserved for the meta-tool of a toolbox with tiers", tool=reserved, field="name"
+                )
         self._plan: dict[str, Tier] | None = None
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
