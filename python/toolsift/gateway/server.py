@@ -379,7 +379,7 @@ class Gateway:
             return await self._review(arguments)
         if name == SEARCH:
             try:
-                text = box.call(SEARCH, arguments)
+                text = await anyio.to_thread.run_sync(box.call, SEARCH, arguments)
             except InvalidParameterError as e:
                 return _error(str(e))
             chosen = [d["name"] for d in json.loads(text)]
