@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import random
 import socket
 import sys
 import threading
@@ -287,3 +288,40 @@ def test_callers_with_the_same_permissions_share_one_listing(gateway: Gateway) -
         assert len(gateway.version.listings) == 1
 
     anyio.run(scenario)
+
+
+# -- the central promise under random requests ----------------------------------------------------
+def test_random_requests_never_reveal_a_hidden_tool(gateway: Gateway) -> None:
+    """Seeded random tool_search queries (words of every tool, hidden ones too), limits, names and
+    arguments from a caller that may see only the weather tools: no answer names a files tool, and
+    a hidden name is answered exactly as an unknown one."""
+    rng = random.Random(24)
+    hidden = sorted(n for n in gateway.version.entries if n.startswith("files__"))
+    words = sorted({w for e in gateway.version.entries.values() for w in e.tool.description.lower().split()})
+    names = [*hidden, "weather__get_forecast", "weather__nope", "tool_search", "call_tool", "", "files__", "x" * 300]
+    answers = 0
+
+    async def scenario() -> None:
+        nonlocal answers
+        async with session(gateway, BOB) as bob:
+            listing = json.dumps([t.model_dump(mode="json") for t in (await bob.list_tools()).tools])
+            assert not any(n in listing for n in hidden)
+            for _ in range(300):
+                kind, asked = rng.randrange(3), ""
+                if kind == 0:
+                    query = " ".join(rng.choice(words) for _ in range(rng.randint(0, 6)))
+                    result = await bob.call_tool("tool_search", {"query": query, "limit": rng.randint(0, 50)})
+                elif kind == 1:
+                    asked = rng.choice(names)
+                    result = await call(bob, asked, {"path": rng.choice(words)})
+                else:
+                    asked = rng.choice(hidden)
+                    result = await bob.call_tool(asked, {"path": "x"})
+                text = text_of(result)
+                if asked in hidden:  # answered exactly as a name that does not exist
+                    assert result.is_error and text == f"Unknown tool: {asked}"
+                assert not any(n in text for n in hidden if n != asked), text
+                answers += 1
+
+    anyio.run(scenario)
+    assert answers == 300
