@@ -379,6 +379,21 @@ impl Index {
         self.costs[doc as usize]
     }
 
+    /// The permissions the tool at `doc` requires, as it was given them (each once).
+    pub fn permissions(&self, doc: DocId) -> Vec<&str> {
+        self.perms.required(doc).collect()
+    }
+
+    /// True when the tool at `doc` is a core tool.
+    pub fn is_core(&self, doc: DocId) -> bool {
+        self.is_core[doc as usize]
+    }
+
+    /// The BM25F parameters the index was built with.
+    pub fn params(&self) -> &Bm25Params {
+        &self.params
+    }
+
     /// The mask of a caller holding `perms`. A mask is only meaningful for the index that made
     /// it (permission ids are this index's own); the Python layer enforces that.
     pub fn caller<S: AsRef<str>>(&self, perms: &[S]) -> CallerMask {
@@ -738,6 +753,18 @@ pub(crate) mod tests {
         assert!(!runs(&|i| if i % 3 == 0 { "a" } else { "b" }));
         // in runs of four: at a quarter of them
         assert!(runs(&|i| if i % 8 < 4 { "a" } else { "b" }));
+    }
+
+    #[test]
+    fn each_tool_reports_what_the_index_enforces_for_it() {
+        let idx = support();
+        assert_eq!(idx.permissions(0), Vec::<&str>::new());
+        assert_eq!(idx.permissions(3), ["billing.refund"]);
+        assert!(idx.is_core(0) && !idx.is_core(3));
+        assert_eq!((idx.params().k1, idx.params().fields.len()), (1.2, 2));
+        let back = Index::from_bytes(&idx.to_bytes()).unwrap();
+        assert_eq!(back.permissions(5), ["admin"]);
+        assert!(back.is_core(0) && !back.is_core(5));
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub type PermId = u32;
 #[derive(Debug, Clone)]
 pub struct PermissionTable {
     ids: HashMap<String, PermId>,
+    /// Each permission string, by id (the inverse of `ids`).
+    names: Vec<String>,
     offsets: Vec<usize>,
     required: Vec<PermId>,
     /// Per tool, the bit of a [`CallerMask`] that decides it: [`PUBLIC`] (set in every mask),
@@ -82,6 +84,7 @@ impl Default for PermissionTable {
     fn default() -> Self {
         PermissionTable {
             ids: HashMap::new(),
+            names: Vec::new(),
             offsets: vec![0],
             required: Vec::new(),
             single: Vec::new(),
@@ -147,8 +150,15 @@ impl PermissionTable {
     pub fn push_doc<S: AsRef<str>>(&mut self, perms: &[S]) {
         let start = self.required.len();
         for p in perms {
-            let next = self.ids.len() as PermId;
-            let id = *self.ids.entry(p.as_ref().to_owned()).or_insert(next);
+            let id = match self.ids.get(p.as_ref()) {
+                Some(&id) => id,
+                None => {
+                    let id = self.names.len() as PermId;
+                    self.ids.insert(p.as_ref().to_owned(), id);
+                    self.names.push(p.as_ref().to_owned());
+                    id
+                }
+            };
             if !self.required[start..].contains(&id) {
                 self.required.push(id);
             }
@@ -220,12 +230,16 @@ impl PermissionTable {
     }
 
     /// `(names by id, offsets, required ids)`, for snapshots.
-    pub fn parts(&self) -> (Vec<&str>, &[usize], &[PermId]) {
-        let mut names = vec![""; self.ids.len()];
-        for (name, &id) in &self.ids {
-            names[id as usize] = name;
-        }
-        (names, &self.offsets, &self.required)
+    pub fn parts(&self) -> (&[String], &[usize], &[PermId]) {
+        (&self.names, &self.offsets, &self.required)
+    }
+
+    /// The permissions `doc` requires, in the order they were first given for it.
+    pub fn required(&self, doc: DocId) -> impl Iterator<Item = &str> {
+        let d = doc as usize;
+        self.required[self.offsets[d]..self.offsets[d + 1]]
+            .iter()
+            .map(|&p| self.names[p as usize].as_str())
     }
 
     /// A table from its parts, checked like [`Postings::from_parts`](crate::postings::Postings::from_parts).
@@ -237,9 +251,9 @@ impl PermissionTable {
     ) -> Option<Self> {
         let n = names.len();
         let ids: HashMap<String, PermId> = names
-            .into_iter()
+            .iter()
             .enumerate()
-            .map(|(i, p)| (p, i as PermId))
+            .map(|(i, p)| (p.clone(), i as PermId))
             .collect();
         let ok = ids.len() == n
             && offsets.len() == num_docs + 1
@@ -256,6 +270,7 @@ impl PermissionTable {
             .collect();
         Some(PermissionTable {
             ids,
+            names,
             offsets,
             required,
             single,
@@ -322,6 +337,20 @@ mod tests {
             assert_eq!(caller.allowed(203), 0);
             assert_eq!(caller.allowed(DocId::MAX), 0);
         }
+    }
+
+    #[test]
+    fn each_tool_lists_the_permissions_it_requires() {
+        let t = table();
+        let of = |d| t.required(d).collect::<Vec<_>>();
+        assert_eq!(of(0), Vec::<&str>::new());
+        assert_eq!(of(2), ["crm.read", "billing.refund"]);
+        let (names, offsets, required) = t.parts();
+        let back =
+            PermissionTable::from_parts(names.to_vec(), offsets.to_vec(), required.to_vec(), 3)
+                .unwrap();
+        assert_eq!(back.required(2).collect::<Vec<_>>(), of(2));
+        assert_eq!(back.required(1).collect::<Vec<_>>(), ["crm.read"]);
     }
 
     #[test]

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import struct
+import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import numpy as np
 import pytest
 
 import toolsift as ts
 from helpers import AGENT
-from toolsift import _core
+from toolsift import _core, snapshot
 from toolsift.errors import SnapshotError
 
 QUERIES = ["refund the payment of this order", "where is my order shipping status", "delete account", ""]
@@ -96,3 +102,254 @@ def test_the_core_refuses_damaged_snapshots_with_a_typed_error(support: ts.Index
         with pytest.raises(SnapshotError):
             _core.Index.from_bytes(data)
     assert isinstance(SnapshotError("x"), ValueError)
+
+
+# Forgeries: files edited by hand and resealed with every checksum recomputed exactly as `save`
+# computes them, so only the cross-checks between the header, the tool lines and the core can
+# refuse them.
+
+
+class Parts(NamedTuple):
+    header: dict[str, Any]
+    lines: list[bytes]
+    core: bytes
+    vectors: bytes
+
+
+def parts(path: Path) -> Parts:
+    data = path.read_bytes()
+    _, _, *lengths, _ = snapshot._HEAD.unpack_from(data)
+    cuts = np.cumsum([snapshot._HEAD.size, *lengths]).tolist()
+    header, tools, core, vectors = (data[a:b] for a, b in itertools.pairwise(cuts))
+    return Parts(json.loads(header), tools.splitlines(keepends=True), core, vectors)
+
+
+def reseal(path: Path, p: Parts, *, offsets: bool = True) -> Path:
+    """Writes ``p`` back with valid checksums; the offsets follow the lines unless told not to."""
+    header = p.header
+    if offsets:
+        header = {**header, "offsets": np.cumsum([0, *map(len, p.lines)]).tolist()}
+    sections = [json.dumps(header).encode(), b"".join(p.lines), p.core, p.vectors]
+    crc = 0
+    for s in (sections[0], sections[1], sections[3]):
+        crc = zlib.crc32(s, crc)
+    path.write_bytes(
+        snapshot._HEAD.pack(snapshot.MAGIC, snapshot.FORMAT, *map(len, sections), crc) + b"".join(sections)
+    )
+    return path
+
+
+def edit_line(p: Parts, i: int, **changes: Any) -> Parts:
+    tool = json.loads(p.lines[i])
+    tool.update(changes)
+    lines = list(p.lines)
+    lines[i] = json.dumps(tool, ensure_ascii=False, sort_keys=True).encode() + b"\n"
+    return p._replace(lines=lines)
+
+
+def with_options(p: Parts, **changes: Any) -> Parts:
+    options = {**p.header["options"], **changes}
+    return p._replace(header={**p.header, "options": {k: v for k, v in options.items() if v is not DROP}})
+
+
+class _Drop:
+    def __repr__(self) -> str:
+        return "DROP"
+
+
+DROP = _Drop()  # an option left out
+
+
+@pytest.fixture
+def saved(support: ts.Index, tmp_path: Path) -> Path:
+    path = tmp_path / "support.tsidx"
+    support.save(path)
+    return path
+
+
+def test_a_resealed_copy_of_a_good_file_still_loads(saved: Path, support: ts.Index) -> None:
+    # the forging helpers change nothing by themselves
+    assert answers(ts.Index.load(reseal(saved, parts(saved)))) == answers(support)
+
+
+def test_swapped_names_in_the_header_are_refused(saved: Path) -> None:
+    p = parts(saved)
+    names = list(p.header["names"])
+    names[1], names[3] = names[3], names[1]  # lookup_account <-> issue_refund
+    with pytest.raises(SnapshotError, match="issue_refund"):
+        ts.Index.load(reseal(saved, p._replace(header={**p.header, "names": names})))
+
+
+def test_swapped_tool_lines_are_refused(saved: Path) -> None:
+    p = parts(saved)
+    lines = list(p.lines)
+    lines[1], lines[3] = lines[3], lines[1]
+    with pytest.raises(SnapshotError, match="named"):
+        ts.Index.load(reseal(saved, p._replace(lines=lines)))
+
+
+def test_a_repeated_name_in_the_header_is_refused(saved: Path) -> None:
+    p = parts(saved)
+    names = [*p.header["names"][:-1], p.header["names"][0]]
+    with pytest.raises(SnapshotError, match="alike"):
+        ts.Index.load(reseal(saved, p._replace(header={**p.header, "names": names})))
+
+
+def refused_on_every_use(index: ts.Index, name: str, position: int) -> None:
+    """Every way to reach the tool at ``position`` raises SnapshotError."""
+    everyone = ["crm.read", "orders.read", "billing.refund", "admin"]
+    uses = [
+        lambda: index.tool(position),
+        lambda: index.name(position),
+        lambda: index.get(name, everyone),
+        lambda: index.allows(everyone, name),
+        lambda: index.search(name.replace("_", " "), k=10, caller=everyone),
+        lambda: index.select(name.replace("_", " "), everyone, budget=None).names,
+        lambda: list(index._tools),
+    ]
+    for use in uses:
+        with pytest.raises(SnapshotError, match=f"tool #{position}"):
+            use()
+
+
+@pytest.mark.parametrize(
+    ("position", "changes"),
+    [
+        (3, {"permissions": []}),  # issue_refund shown as public; the core requires billing.refund
+        (4, {"permissions": ["admin"]}),  # refund_policy shown as admin-only; the core lets anyone use it
+        (3, {"permissions": ["billing.refund", "admin"]}),
+        (0, {"core": False}),  # search_help
+        (2, {"core": True}),
+        (2, {"cost_tokens": 1}),
+    ],
+)
+def test_a_tool_line_that_disagrees_with_the_core_is_refused_before_it_is_used(
+    saved: Path, position: int, changes: dict[str, Any]
+) -> None:
+    index = ts.Index.load(reseal(saved, edit_line(parts(saved), position, **changes)))
+    refused_on_every_use(index, index.names[position], position)
+
+
+def test_a_name_borrowed_by_a_crafted_line_is_refused_when_looked_up(saved: Path) -> None:
+    # line 5 really names itself "refund_policy" (the last member wins) but also holds the
+    # header's "delete_account", so the search for the name at load time passes; the parse
+    # catches it before the header's name can answer with this line's permissions
+    p = parts(saved)
+    lines = list(p.lines)
+    lines[5] = lines[5].replace(b'"name": "delete_account"', b'"name": "delete_account", "name": "impostor"')
+    index = ts.Index.load(reseal(saved, p._replace(lines=lines)))
+    refused_on_every_use(index, "delete_account", 5)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"statistics": DROP},
+        {"statistics": "per-tenant"},
+        {"statistics": None},
+        {"statistics": ["caller"]},
+        {"alpha": "0.5"},
+        {"alpha": True},
+        {"alpha": 1.5},
+        {"alpha": DROP},
+        {"depth": 100.0},
+        {"depth": "100"},
+        {"depth": -1},
+        {"scoring": {"weights": [], "b": [], "k1": 0.9}},
+        {"scoring": None},
+        {"unknown": 1},
+    ],
+    ids=repr,
+)
+def test_bad_options_are_refused(saved: Path, changes: dict[str, Any]) -> None:
+    with pytest.raises(SnapshotError):
+        ts.Index.load(reseal(saved, with_options(parts(saved), **changes)))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: s.update(k1="0.9"),
+        lambda s: s.update(k1=1.5),
+        lambda s: s["weights"].__setitem__(0, "2.0"),
+        lambda s: s["weights"].__setitem__(0, 7.0),
+        lambda s: s["b"].pop(),
+        lambda s: s.update(b=None),
+    ],
+)
+def test_scoring_options_of_the_wrong_type_or_other_than_the_cores_are_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    path = tmp_path / "i.tsidx"
+    ts.Index([ts.Tool("a", "refund"), ts.Tool("b", "order")], statistics="caller").save(path)
+    p = parts(path)
+    scoring = json.loads(json.dumps(p.header["options"]["scoring"]))
+    edit(scoring)
+    with pytest.raises(SnapshotError, match="scoring"):
+        ts.Index.load(reseal(path, with_options(p, scoring=scoring)))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [[], "header", None, {"names": [], "offsets": [0], "dim": 0}],
+    ids=repr,
+)
+def test_a_header_that_is_not_the_expected_object_is_refused(tmp_path: Path, header: object) -> None:
+    path = tmp_path / "i.tsidx"
+    ts.Index([]).save(path)
+    with pytest.raises(SnapshotError, match="header"):
+        ts.Index.load(reseal(path, parts(path)._replace(header=header), offsets=False))  # type: ignore[arg-type]
+
+
+def test_a_dim_that_does_not_match_the_vectors_is_refused(tmp_path: Path) -> None:
+    from test_dense import TOOLS, ConceptEmbedder
+
+    path = tmp_path / "h.tsidx"
+    ts.Index(TOOLS, embedder=ConceptEmbedder()).save(path)
+    p = parts(path)
+    dim = p.header["dim"]
+    for wrong in (dim + 1, dim - 1, 0, -dim, str(dim), float(dim)):
+        with pytest.raises(SnapshotError, match="dim"):
+            ts.Index.load(reseal(path, p._replace(header={**p.header, "dim": wrong})), embedder=ConceptEmbedder())
+    nan = p._replace(vectors=struct.pack("<f", float("nan")) + p.vectors[4:])
+    with pytest.raises(SnapshotError, match="NaN"):
+        ts.Index.load(reseal(path, nan), embedder=ConceptEmbedder())
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda o: o.__setitem__(2, o[2] + 1),  # a line boundary moved by one byte
+        lambda o: o.__setitem__(2, o[2] - 1),
+        lambda o: o.__setitem__(0, 1),
+        lambda o: o.__setitem__(-1, o[-1] - 1),
+        lambda o: o.__setitem__(2, o[3]),  # an empty line
+        lambda o: o.__setitem__(slice(2, 4), [o[3], o[2]]),  # out of order
+        lambda o: o.append(o[-1]),
+        lambda o: o.pop(3),
+        lambda o: o.__setitem__(1, float(o[1])),
+        lambda o: o.__setitem__(1, 2**70),
+    ],
+)
+def test_edited_offsets_are_refused(saved: Path, edit: Callable[[list[Any]], None]) -> None:
+    p = parts(saved)
+    offsets = list(p.header["offsets"])
+    edit(offsets)
+    with pytest.raises(SnapshotError, match="offsets"):
+        ts.Index.load(reseal(saved, p._replace(header={**p.header, "offsets": offsets}), offsets=False))
+
+
+def test_statistics_forged_from_caller_to_shared_are_overridden_by_the_loader(tmp_path: Path) -> None:
+    # "shared" is a valid value: a forger who reseals the file cannot be told from an honest
+    # save. The deployment decides instead: load(..., statistics="caller") isolates whatever the
+    # file says.
+    visible = [ts.Tool("refunds", "refund an order"), ts.Tool("orders", "list orders")]
+    hidden = [ts.Tool(f"secret_{i}", "refund refund", permissions="admin") for i in range(20)]
+    path = tmp_path / "i.tsidx"
+    ts.Index(visible + hidden, statistics="caller").save(path)
+    reseal(path, with_options(parts(path), statistics="shared"))
+    alone = [h.score for h in ts.Index(visible).search("refund")]
+    assert [h.score for h in ts.Index.load(path).search("refund")] != alone  # the forgery works...
+    assert [h.score for h in ts.Index.load(path, statistics="caller").search("refund")] == alone  # ...not here
+    with pytest.raises(ts.errors.InvalidParameterError):
+        ts.Index.load(path, statistics="tenant")

@@ -17,7 +17,7 @@ from . import _core
 from ._core import DEFAULT_PREFIX_WEIGHT
 from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
-from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, SnapshotError, UnknownToolError
+from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
 from .query import Query, check_text
 from .registry import Catalog, Tool, name_arg
@@ -194,7 +194,7 @@ class Index:
     ) -> None:
         self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
         self.findings = self._scan(scan)
-        self._positions = {t.name: i for i, t in enumerate(self._tools)}
+        self._positions: Mapping[str, int] = {t.name: i for i, t in enumerate(self._tools)}
         counter = count_tokens or default_token_count
         costs = [t.cost_tokens if t.cost_tokens is not None else _cost(t, counter) for t in self._tools]
         columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
@@ -328,35 +328,32 @@ class Index:
         embedder: Embedder | None = None,
         rerank: Reranker | None = None,
         dense_options: Mapping[str, Any] | None = None,
+        statistics: str | None = None,
     ) -> Index:
         """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
-        side (its stored tool vectors are reused); a file that is not a valid snapshot raises
-        :class:`~toolsift.errors.SnapshotError`."""
+        side (its stored tool vectors are reused); a file that is not a valid snapshot, or whose
+        parts disagree, raises :class:`~toolsift.errors.SnapshotError` (see
+        :func:`toolsift.snapshot.load` for what is checked at load and what when a tool is first
+        used).
+
+        ``statistics`` (``"shared"`` or ``"caller"``, see :class:`Index`) overrides the mode the file
+        was saved with (``None``: the file's). A deployment that relies on tenant isolation should
+        pass ``"caller"``: the file's mode is a header field that anyone who can write the file can
+        change, checksums included.
+        """
         from .snapshot import load
 
-        tools, core_bytes, vectors, options = load(path)
+        positions, core, vectors, options = load(path, vectors=embedder is not None)
         index = cls.__new__(cls)
-        index._tools = tools
+        index._tools, index._positions, index._core = positions.tools, positions, core
         index.findings, index._withheld = (), set()
-        index._positions = {name: i for i, name in enumerate(tools.names)}
-        index._core = _core.Index.from_bytes(core_bytes)
-        if len(index._core) != len(tools):
-            raise SnapshotError(f"{path}: the catalog and the core index disagree")
-        keep = vectors if embedder is not None else None
-        statistics = str(options.get("statistics", "shared"))
-        scoring = options.get("scoring") or {"weights": [], "b": [], "k1": 0.9}
-        if statistics == "caller" and not scoring["weights"]:
-            raise SnapshotError(f"{path}: a statistics='caller' snapshot without its scoring options")
-        costs = [index._core.cost(i) for i in range(len(tools))] if statistics == "caller" else []
-        build = _Scoring(
-            scoring["weights"],
-            scoring["b"],
-            float(scoring["k1"]),
-            index._core.prefix_weight,  # the core's own, which its snapshot holds
-            costs,
-        )
-        index._set_statistics(statistics, build)
-        index._set_ranking(embedder, float(options["alpha"]), rerank, int(options["depth"]), dense_options, keep)
+        mode = options["statistics"] if statistics is None else statistics
+        costs = [core.cost(i) for i in range(len(core))] if mode == "caller" else []
+        scoring = options["scoring"]
+        # the header's scoring equals the core's own parameters (checked by load)
+        build = _Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight, costs)
+        index._set_statistics(mode, build)
+        index._set_ranking(embedder, options["alpha"], rerank, options["depth"], dense_options, vectors)
         return index
 
     def __len__(self) -> int:

@@ -30,6 +30,17 @@ pub struct PyCaller {
 }
 
 impl PyIndex {
+    /// `position` when the index has a tool there, else `IndexError`.
+    fn position(&self, position: u32) -> PyResult<u32> {
+        if (position as usize) < self.inner.len() {
+            Ok(position)
+        } else {
+            Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "no tool at position {position}"
+            )))
+        }
+    }
+
     /// The caller's mask, refused when it was compiled for another index.
     fn mask<'c>(&self, caller: &'c PyCaller) -> PyResult<&'c CallerMask> {
         if Arc::ptr_eq(&caller.owner, &self.inner) {
@@ -270,13 +281,36 @@ impl PyIndex {
 
     /// Token cost of the tool at `position`.
     fn cost(&self, position: u32) -> PyResult<u32> {
-        if (position as usize) < self.inner.len() {
-            Ok(self.inner.cost(position))
-        } else {
-            Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                "no tool at position {position}"
-            )))
-        }
+        Ok(self.inner.cost(self.position(position)?))
+    }
+
+    /// The permissions the tool at `position` requires, as the index enforces them.
+    fn permissions(&self, position: u32) -> PyResult<Vec<String>> {
+        let doc = self.position(position)?;
+        Ok(self
+            .inner
+            .permissions(doc)
+            .into_iter()
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// True when the tool at `position` is a core tool.
+    fn is_core(&self, position: u32) -> PyResult<bool> {
+        Ok(self.inner.is_core(self.position(position)?))
+    }
+
+    /// BM25 term-frequency saturation.
+    #[getter]
+    fn k1(&self) -> f32 {
+        self.inner.params().k1
+    }
+
+    /// `(weight, b)` of each field, in the order the fields were given.
+    #[getter]
+    fn field_params(&self) -> Vec<(f32, f32)> {
+        let fields = &self.inner.params().fields;
+        fields.iter().map(|f| (f.weight, f.b)).collect()
     }
 
     #[getter]
