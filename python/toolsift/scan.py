@@ -3,9 +3,21 @@
 
 A tool description is read by the model, so a malicious server can hide instructions in it
 ("ignore previous instructions", "do not tell the user", read ``~/.ssh``), hide them from people
-(zero-width, bidirectional or tag characters), or register a name that shadows a trusted tool
-(``read_fiIe`` beside ``read_file``). :func:`scan` reports each such finding; ``Index(scan=...)``
-decides what happens to flagged tools (see :class:`toolsift.Index`).
+(zero-width, bidirectional, tag characters or variation selectors, one per byte of a payload), or
+register a name that shadows a trusted tool (``read_fiIe`` beside ``read_file``, or ``read_file``
+with an invisible or combining character). :func:`scan` reports each such finding;
+``Index(scan=...)`` decides what happens to flagged tools (see :class:`toolsift.Index`).
+
+Hidden characters are the default-ignorable code points (:data:`DEFAULT_IGNORABLE`) and the
+format, private-use, surrogate and control characters. In text, two exceptions keep emoji
+legitimate: a single presentation selector (U+FE0E, U+FE0F) right after a symbol (an emoji, one
+of the few emoji that are punctuation or letters, or a keycap's digit before U+20E3), and a
+zero-width joiner between two parts of an emoji (man, joiner, woman: a couple). Everything else
+is reported: a second selector in a row, a selector after a letter, every other variation
+selector (VS1-14, and VS17-256, which a payload encoded one byte per selector needs; ideographic
+variation sequences, rare in tool definitions, are reported too). In a name, every
+default-ignorable and every combining mark is reported, emoji or not: a name is an identifier
+the model must repeat exactly, and such characters let two different names read the same.
 
 The patterns are generic markers of prompt injection and exfiltration, not a list fitted to any
 catalog; a finding is a reason to review, not proof of malice.
@@ -42,6 +54,36 @@ SENSITIVE_PATTERNS = [
 _INSTRUCTION = [re.compile(p, re.I | re.S) for p in INSTRUCTION_PATTERNS]
 _SENSITIVE = [re.compile(p, re.I) for p in SENSITIVE_PATTERNS]
 _VISIBLE_CONTROLS = {"\n", "\r", "\t"}
+_ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # the hidden characters ASCII has
+
+#: Default_Ignorable_Code_Point, from Unicode's DerivedCoreProperties.txt (Unicode 14.0, this
+#: unicodedata's version): code points that render as nothing unless a font chooses to show them.
+#: The standard library has no property lookup, hence the table, as inclusive ranges.
+DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD),  # Cf SOFT HYPHEN
+    (0x034F, 0x034F),  # Mn COMBINING GRAPHEME JOINER
+    (0x061C, 0x061C),  # Cf ARABIC LETTER MARK
+    (0x115F, 0x1160),  # Lo HANGUL CHOSEONG FILLER, HANGUL JUNGSEONG FILLER
+    (0x17B4, 0x17B5),  # Mn KHMER VOWEL INHERENT AQ, AA
+    (0x180B, 0x180F),  # Mn/Cf MONGOLIAN FREE VARIATION SELECTOR ONE..FOUR, VOWEL SEPARATOR
+    (0x200B, 0x200F),  # Cf ZERO WIDTH SPACE..RIGHT-TO-LEFT MARK
+    (0x202A, 0x202E),  # Cf LEFT-TO-RIGHT EMBEDDING..RIGHT-TO-LEFT OVERRIDE
+    (0x2060, 0x206F),  # Cf WORD JOINER..NOMINAL DIGIT SHAPES (U+2065 reserved)
+    (0x3164, 0x3164),  # Lo HANGUL FILLER
+    (0xFE00, 0xFE0F),  # Mn VARIATION SELECTOR-1..16
+    (0xFEFF, 0xFEFF),  # Cf ZERO WIDTH NO-BREAK SPACE
+    (0xFFA0, 0xFFA0),  # Lo HALFWIDTH HANGUL FILLER
+    (0xFFF0, 0xFFF8),  # Cn reserved
+    (0x1BCA0, 0x1BCA3),  # Cf SHORTHAND FORMAT LETTER OVERLAP..UP STEP
+    (0x1D173, 0x1D17A),  # Cf MUSICAL SYMBOL BEGIN BEAM..END PHRASE
+    (0xE0000, 0xE0FFF),  # LANGUAGE TAG, TAG SPACE..CANCEL TAG, VARIATION SELECTOR-17..256, reserved
+)
+_IGNORABLE = frozenset(chr(c) for first, last in DEFAULT_IGNORABLE for c in range(first, last + 1))
+_PRESENTATION = ("\ufe0e", "\ufe0f")  # text and emoji presentation selectors
+_ZWJ, _KEYCAP = "\u200d", "\u20e3"
+# emoji that are punctuation or letters: double exclamation, interrobang, information source,
+# wavy dash, part alternation mark
+_EMOJI_NOT_SYMBOLS = frozenset("\u203c\u2049\u2139\u3030\u303d")
 # Latin look-alikes from other scripts and digits that pass for letters in names
 _HOMOGLYPHS = str.maketrans(
     {
@@ -59,7 +101,8 @@ class Finding:
     tool: str
     field: str
     kind: str
-    """``instruction`` | ``sensitive_path`` | ``hidden_unicode`` | ``mixed_script_name`` | ``shadowing``"""
+    """``instruction`` | ``sensitive_path`` | ``hidden_unicode`` (hidden characters in text, hidden or
+    combining ones in a name) | ``mixed_script_name`` | ``shadowing``"""
     detail: str
 
 
@@ -80,17 +123,58 @@ def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
             yield "parameters", node
 
 
+def _is_hidden(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return ch in _IGNORABLE or category in ("Cf", "Co", "Cs") or (category == "Cc" and ch not in _VISIBLE_CONTROLS)
+
+
+def _emoji_part(ch: str) -> bool:
+    """A character an emoji sequence is made of: a symbol (emoji, skin tones) or one of the few
+    emoji that are punctuation or letters."""
+    return unicodedata.category(ch) in ("So", "Sm", "Sk") or ch in _EMOJI_NOT_SYMBOLS
+
+
+def _in_emoji(text: str, i: int) -> bool:
+    """True when ``text[i]`` does its job in an emoji: a single presentation selector after an
+    emoji (or after a keycap's base before U+20E3), or a joiner between two parts of one."""
+    ch, before, after = text[i], text[i - 1 : i], text[i + 1 : i + 2]
+    if ch in _PRESENTATION and before:
+        return _emoji_part(before) or (before in "0123456789#*" and after == _KEYCAP)
+    if ch == _ZWJ and before and after:
+        return (_emoji_part(before) or before == _PRESENTATION[1]) and _emoji_part(after)
+    return False
+
+
+def _describe(text: str, i: int) -> str:
+    run = next((j for j in range(i, len(text)) if not _is_hidden(text[j])), len(text)) - i
+    ch = text[i]
+    more = f" and {run - 1} more hidden characters in a row" if run > 1 else ""
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}{more}"
+
+
 def _hidden(text: str) -> str | None:
-    for ch in text:
-        category = unicodedata.category(ch)
-        if category in ("Cf", "Co", "Cs") or (category == "Cc" and ch not in _VISIBLE_CONTROLS):
+    if text.isascii():  # the common case: only control characters can hide there
+        m = _ASCII_HIDDEN.search(text)
+        return None if m is None else _describe(text, m.start())
+    for i, ch in enumerate(text):
+        if _is_hidden(ch) and not _in_emoji(text, i):
+            return _describe(text, i)
+    return None
+
+
+def _hidden_in_name(name: str) -> str | None:
+    for ch in name:
+        if _is_hidden(ch) or unicodedata.category(ch).startswith("M"):
             return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}"
     return None
 
 
 def skeleton(name: str) -> str:
-    """A name reduced so that look-alikes meet: compatibility folding, case, homoglyphs, separators."""
-    folded = unicodedata.normalize("NFKC", name).casefold().translate(_HOMOGLYPHS)
+    """A name reduced so that look-alikes meet: case folded, compatibility-decomposed (NFKD) with
+    combining marks and default-ignorable characters dropped, homoglyphs and separators."""
+    decomposed = unicodedata.normalize("NFKD", name.casefold())
+    bare = "".join(c for c in decomposed if c not in _IGNORABLE and unicodedata.category(c) != "Mn")
+    folded = bare.translate(_HOMOGLYPHS)
     return re.sub(r"[\s_\-.:/]+", "", folded.replace("rn", "m").replace("vv", "w"))
 
 
@@ -103,8 +187,9 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
 
     ``trusted`` names tools already accepted (for example, yesterday's catalog): a tool whose name
     reads the same as one of them, or as an earlier tool of ``tools``, once case, separators,
-    compatibility forms and look-alike letters are folded (``read_fiIe``, ``Read-File``, a Cyrillic
-    ``а``), is reported as ``shadowing`` on the later tool. Names one edit apart are not reported:
+    compatibility forms, accents, invisible characters and look-alike letters are folded
+    (``read_fiIe``, ``Read-File``, a Cyrillic ``а``, ``read_file`` + U+FE0F, ``read_filé``), is
+    reported as ``shadowing`` on the later tool. Names one edit apart are not reported:
     real catalogs are full of them (``get_user`` / ``get_users``).
     """
     findings: list[Finding] = []
@@ -126,6 +211,9 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
                 if m:
                     findings.append(Finding(tool.name, field, "sensitive_path", m.group(0).strip()[:80]))
                     break
+        hidden = _hidden_in_name(tool.name)
+        if hidden:
+            findings.append(Finding(tool.name, "name", "hidden_unicode", hidden))
         if len(_scripts(tool.name)) > 1:
             findings.append(Finding(tool.name, "name", "mixed_script_name", ", ".join(sorted(_scripts(tool.name)))))
         other = seen.setdefault(skeleton(tool.name), tool.name)
