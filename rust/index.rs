@@ -394,6 +394,24 @@ impl Index {
         &self.params
     }
 
+    /// Heap bytes the index holds: postings, dictionary, permissions, per-tool arrays and
+    /// member bits (vectors by capacity, hash maps estimated from theirs).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let members: usize = self.members.iter().map(|(_, b)| b.capacity() * 8).sum();
+        size_of::<Index>()
+            + self.postings.heap_bytes()
+            + self.vocab.heap_bytes()
+            + self.perms.heap_bytes()
+            + self.params.fields.capacity() * size_of::<crate::bm25::FieldParams>()
+            + (self.costs.capacity() + self.sorted_costs.capacity()) * size_of::<u32>()
+            + (self.core.capacity() + self.by_cost.capacity()) * size_of::<DocId>()
+            + self.is_core.capacity()
+            + self.runs.capacity()
+            + self.members.capacity() * size_of::<(TermId, Vec<u64>)>()
+            + members
+    }
+
     /// The mask of a caller holding `perms`. A mask is only meaningful for the index that made
     /// it (permission ids are this index's own); the Python layer enforces that.
     pub fn caller<S: AsRef<str>>(&self, perms: &[S]) -> CallerMask {
@@ -765,6 +783,17 @@ pub(crate) mod tests {
         let back = Index::from_bytes(&idx.to_bytes()).unwrap();
         assert_eq!(back.permissions(5), ["admin"]);
         assert!(back.is_core(0) && !back.is_core(5));
+    }
+
+    #[test]
+    fn memory_bytes_count_the_postings_and_grow_with_the_catalog() {
+        let small = support();
+        assert!(small.memory_bytes() >= small.postings.heap_bytes() + small.vocab.heap_bytes());
+        let words = |i: usize| format!("word{i} term{} other{}", i % 7, i % 13);
+        let texts: Vec<String> = (0..400).map(words).collect();
+        let big = two_field_index(texts.iter().map(|t| ("tool", t.as_str(), "p", false, 5)));
+        assert!(big.memory_bytes() > 4 * small.memory_bytes());
+        assert!(big.memory_bytes() >= 400 * (4 + 4 + 1));
     }
 
     #[test]

@@ -242,6 +242,18 @@ impl PermissionTable {
             .map(|&p| self.names[p as usize].as_str())
     }
 
+    /// Heap bytes held by the table (hash map entries estimated from its capacity).
+    pub fn heap_bytes(&self) -> usize {
+        let strings: usize = self.names.iter().map(String::capacity).sum();
+        let entry = std::mem::size_of::<(String, PermId)>() + 1;
+        2 * strings
+            + self.ids.capacity() * entry
+            + self.names.capacity() * std::mem::size_of::<String>()
+            + self.offsets.capacity() * std::mem::size_of::<usize>()
+            + self.required.capacity() * std::mem::size_of::<PermId>()
+            + self.single.capacity() * std::mem::size_of::<u32>()
+    }
+
     /// A table from its parts, checked like [`Postings::from_parts`](crate::postings::Postings::from_parts).
     pub fn from_parts(
         names: Vec<String>,

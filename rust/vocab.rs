@@ -144,6 +144,16 @@ impl Vocab {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+
+    /// Heap bytes held by the dictionary: the strings and the maps' entries (estimated from
+    /// their capacity, a control byte each).
+    pub fn heap_bytes(&self) -> usize {
+        let ids: usize = self.ids.keys().map(String::capacity).sum();
+        let words: usize = self.words.keys().map(String::capacity).sum();
+        ids + words
+            + self.ids.capacity() * (std::mem::size_of::<(String, TermId)>() + 1)
+            + self.words.capacity() * (std::mem::size_of::<(String, WordTerms)>() + 1)
+    }
 }
 
 #[cfg(test)]

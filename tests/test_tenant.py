@@ -3,6 +3,7 @@ only the tools it may use, so scores carry nothing about the tools it cannot see
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,89 @@ def test_unknown_statistics_mode_is_refused() -> None:
         assert "statistics" in str(e)
     else:
         raise AssertionError("accepted")
+
+
+def service_catalog(services: int, per_service: int = 12) -> list[ts.Tool]:
+    """``per_service`` tools of each of ``services`` services, each service behind its own permission."""
+    return [
+        ts.Tool(
+            f"svc{s}_op{i}", f"{WORDS[(s + i) % len(WORDS)]} {WORDS[i % len(WORDS)]} item {s} {i}", permissions=f"p{s}"
+        )
+        for s in range(services)
+        for i in range(per_service)
+    ] + [ts.Tool("help", "search help articles about an order")]
+
+
+def cached_bytes(index: ts.Index) -> int:
+    """What the cached per-caller indexes hold, recomputed from the entries themselves."""
+    return sum(sub.memory_bytes() + keep.nbytes for (sub, keep, _), _size in index._tenants.values())
+
+
+def test_the_tenant_cache_stays_within_its_byte_bound_as_callers_come_and_go() -> None:
+    tools = service_catalog(40)
+    probe = ts.Index(tools, statistics="caller")
+    probe.search("refund order", caller=["p0"])
+    one = probe._tenant_bytes
+    bound = 3 * one + one // 2  # room for three per-caller indexes, not four
+    index = ts.Index(tools, statistics="caller", tenant_cache_bytes=bound)
+    for round_ in range(2):
+        for s in range(40):
+            caller = [f"p{s}", f"p{(s + round_) % 40}"]
+            got = [(h.tool.name, h.score) for h in index.search("refund order item", caller=caller)]
+            alone = ts.Index([t for t in tools if set(t.permissions) <= set(caller)])
+            assert got == [(h.tool.name, h.score) for h in alone.search("refund order item", caller=caller)]
+            assert index._tenant_bytes <= bound
+            assert index._tenant_bytes == sum(size for _, size in index._tenants.values())
+            assert cached_bytes(index) <= index._tenant_bytes
+            assert 1 <= len(index._tenants) <= 3
+    assert index._tenant_builds == 80  # each caller built once per visit: more than three don't fit
+
+
+def test_a_recently_used_caller_survives_an_eviction_that_first_in_first_out_would_make() -> None:
+    tools = service_catalog(3)
+    probe = ts.Index(tools, statistics="caller")
+    sizes = []
+    for s in range(3):
+        probe.search("order", caller=[f"p{s}"])
+        sizes.append(probe._tenants[(f"p{s}",)][1])
+    a, b, c = sizes
+    index = ts.Index(tools, statistics="caller", tenant_cache_bytes=max(a + b, a + c))  # two fit, not three
+    index.search("order", caller=["p0"])  # A
+    index.search("order", caller=["p1"])  # B
+    index.search("order", caller=["p0"])  # A again: now the most recently used
+    assert index._tenant_builds == 2
+    index.search("order", caller=["p2"])  # C: one must go, and it is B, the least recently used
+    assert index._tenant_builds == 3 and list(index._tenants) == [("p0",), ("p2",)]
+    index.search("order", caller=["p0"])
+    assert index._tenant_builds == 3  # A was kept (first in, first out would have dropped it)
+    index.search("order", caller=["p1"])
+    assert index._tenant_builds == 4
+
+
+def test_the_caller_just_built_is_kept_even_past_the_bound() -> None:
+    tools = service_catalog(4)
+    index = ts.Index(tools, statistics="caller", tenant_cache_bytes=0)
+    for s in (0, 1, 0):
+        caller = [f"p{s}"]
+        alone = ts.Index([t for t in tools if set(t.permissions) <= set(caller)])
+        assert (
+            index.select("order item", caller=caller, budget=500).names
+            == alone.select("order item", caller, budget=500).names
+        )
+        assert list(index._tenants) == [(f"p{s}",)]
+    assert index._tenant_builds == 3
+
+
+def test_the_tenant_cache_bound_is_validated_and_survives_a_snapshot(tmp_path: object) -> None:
+    from pathlib import Path
+
+    tools = service_catalog(3)
+    for bad in (-1, "1", 1.5, True, None):
+        with pytest.raises(InvalidParameterError, match="tenant_cache_bytes"):
+            ts.Index(tools, statistics="caller", tenant_cache_bytes=bad)  # type: ignore[arg-type]
+    path = Path(str(tmp_path)) / "i.tsidx"
+    ts.Index(tools, statistics="caller").save(path)
+    loaded = ts.Index.load(path, tenant_cache_bytes=0)
+    for s in range(3):
+        loaded.search("order", caller=[f"p{s}"])
+    assert len(loaded._tenants) == 1 and loaded._tenant_builds == 3

@@ -7,6 +7,7 @@ forbidden tool is never scored, returned, counted toward a budget or named anywh
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,7 +32,9 @@ Caller = Iterable[str] | str | None
 UNLIMITED = 2**64 - 1
 RESERVED = "toolsift:"
 WITHHELD = RESERVED + "withheld"  # held by no caller: a tool that needs it is indexed, never emitted
-MAX_TENANTS = 256  # per-caller indexes kept (statistics="caller"), oldest dropped first
+#: Default bound of the per-caller indexes an index keeps (``statistics="caller"``), in bytes of
+#: core index memory; the least recently used are dropped first (see ``tenant_cache_bytes``).
+TENANT_CACHE_BYTES = 256 * 2**20
 
 
 class Hit(NamedTuple):
@@ -51,6 +54,10 @@ class _Scoring(NamedTuple):
     k1: float
     prefix_weight: float
     costs: list[int]
+
+
+_TenantEntry = tuple[Any, np.ndarray, Any]
+"""A per-caller core index, the registry position of each of its tools, and its caller."""
 
 
 class Perms(NamedTuple):
@@ -167,6 +174,12 @@ class Index:
             cover exactly the tools the caller may use, so a caller's scores and ranking equal those
             of an index built from its allowed tools only, and reveal nothing about the others.
             The per-caller index is built on first use and cached per distinct permission set.
+        tenant_cache_bytes: Memory bound of that cache (``statistics="caller"``): the per-caller
+            indexes kept, counted by the memory their core indexes hold (postings, dictionary,
+            per-tool arrays; see ``_core.Index.memory_bytes``), at most this many bytes; the least
+            recently used caller's is dropped first. The index just built is always kept, even
+            alone past the bound (0 keeps only the latest). Defaults to
+            :data:`TENANT_CACHE_BYTES` (256 MiB).
         scan: Poisoned-definition policy (see :mod:`toolsift.scan`): ``"off"`` (default),
             ``"report"`` (findings in :attr:`findings`), ``"withhold"`` (flagged tools are indexed
             but never returned, selected or callable by anyone) or ``"refuse"`` (raise
@@ -191,6 +204,7 @@ class Index:
         dense_options: Mapping[str, Any] | None = None,
         statistics: str = "shared",
         scan: str = "off",
+        tenant_cache_bytes: int = TENANT_CACHE_BYTES,
     ) -> None:
         self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
         self.findings = self._scan(scan)
@@ -209,7 +223,8 @@ class Index:
             k1=_number("k1", k1),
             prefix_weight=_number("prefix_weight", prefix_weight),
         )
-        self._set_statistics(statistics, _Scoring(weights, bs, float(k1), float(prefix_weight), costs), columns)
+        scoring = _Scoring(weights, bs, float(k1), float(prefix_weight), costs)
+        self._set_statistics(statistics, scoring, tenant_cache_bytes, columns)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
 
     def _scan(self, policy: str) -> tuple[Finding, ...]:
@@ -221,25 +236,33 @@ class Index:
         self._withheld = {f.tool for f in findings} if policy == "withhold" else set()
         return findings
 
-    def _set_statistics(self, statistics: str, build: _Scoring, columns: list[Any] | None = None) -> None:
+    def _set_statistics(
+        self, statistics: str, build: _Scoring, cache_bytes: int, columns: list[Any] | None = None
+    ) -> None:
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         self._statistics, self._build = statistics, build
         # per-field texts of every tool, kept for the per-caller indexes (after load: made on first use)
         self._columns = columns if statistics == "caller" else None
-        self._tenants: dict[tuple[str, ...], tuple[Any, np.ndarray, Any]] = {}
+        # permission set -> (its index, position map and caller; the bytes they hold), least
+        # recently used first; _tenant_bytes is the sum, _tenant_builds counts the indexes built
+        self._tenants: OrderedDict[tuple[str, ...], tuple[_TenantEntry, int]] = OrderedDict()
+        self._tenant_cache_bytes = _count("tenant_cache_bytes", cache_bytes)
+        self._tenant_bytes = self._tenant_builds = 0
         self._tenant_lock = threading.Lock()
         self._masks: dict[str | tuple[str, ...], Any] = {}
 
-    def _tenant(self, perms: Perms) -> tuple[Any, np.ndarray, Any] | None:
+    def _tenant(self, perms: Perms) -> _TenantEntry | None:
         """The caller's own core index (built from its allowed tools), its position map and the
         compiled caller of that index (which requires nothing)."""
         if self._statistics == "shared":
             return None
         key = tuple(sorted(set(perms.names)))
-        found = self._tenants.get(key)
-        if found is not None:
-            return found
+        with self._tenant_lock:
+            found = self._tenants.get(key)
+            if found is not None:
+                self._tenants.move_to_end(key)
+                return found[0]
         build = self._build
         if self._columns is None:
             self._columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
@@ -256,11 +279,21 @@ class Index:
             prefix_weight=build.prefix_weight,
         )
         entry = (sub, keep, sub.caller([]))
-        with self._tenant_lock:
-            if len(self._tenants) >= MAX_TENANTS:
-                self._tenants.pop(next(iter(self._tenants)))
-            self._tenants[key] = entry
+        # the caller's mask holds two bits per tool of its index (allowed, candidates)
+        self._remember(key, entry, sub.memory_bytes() + keep.nbytes + (len(kept) + 63) // 64 * 16)
         return entry
+
+    def _remember(self, key: tuple[str, ...], entry: _TenantEntry, size: int) -> None:
+        """Caches ``entry`` as the most recently used, then drops the least recently used ones
+        while the cache holds more than its bound (never ``entry`` itself)."""
+        with self._tenant_lock:
+            old = self._tenants.pop(key, None)  # another thread built it meanwhile
+            self._tenant_bytes += size - (0 if old is None else old[1])
+            self._tenants[key] = (entry, size)
+            self._tenant_builds += 1
+            while self._tenant_bytes > self._tenant_cache_bytes and len(self._tenants) > 1:
+                _, (_, dropped) = self._tenants.popitem(last=False)
+                self._tenant_bytes -= dropped
 
     def _mask(self, perms: Perms) -> Any:
         """``perms`` compiled for the core index, cached: a caller reused across queries is
@@ -329,6 +362,7 @@ class Index:
         rerank: Reranker | None = None,
         dense_options: Mapping[str, Any] | None = None,
         statistics: str | None = None,
+        tenant_cache_bytes: int = TENANT_CACHE_BYTES,
     ) -> Index:
         """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
         side (its stored tool vectors are reused); a file that is not a valid snapshot, or whose
@@ -339,7 +373,7 @@ class Index:
         ``statistics`` (``"shared"`` or ``"caller"``, see :class:`Index`) overrides the mode the file
         was saved with (``None``: the file's). A deployment that relies on tenant isolation should
         pass ``"caller"``: the file's mode is a header field that anyone who can write the file can
-        change, checksums included.
+        change, checksums included. ``tenant_cache_bytes`` is as for :class:`Index`.
         """
         from .snapshot import load
 
@@ -352,7 +386,7 @@ class Index:
         scoring = options["scoring"]
         # the header's scoring equals the core's own parameters (checked by load)
         build = _Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight, costs)
-        index._set_statistics(mode, build)
+        index._set_statistics(mode, build, tenant_cache_bytes)
         index._set_ranking(embedder, options["alpha"], rerank, options["depth"], dense_options, vectors)
         return index
 

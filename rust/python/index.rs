@@ -300,6 +300,11 @@ impl PyIndex {
         Ok(self.inner.is_core(self.position(position)?))
     }
 
+    /// Heap bytes the index holds (postings, dictionary, permissions, per-tool arrays).
+    fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
+    }
+
     /// BM25 term-frequency saturation.
     #[getter]
     fn k1(&self) -> f32 {
