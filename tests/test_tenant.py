@@ -84,6 +84,21 @@ def test_unknown_statistics_mode_is_refused() -> None:
         raise AssertionError("accepted")
 
 
+def test_a_prefix_cut_off_by_hidden_tools_still_counts_for_the_caller() -> None:
+    # "^inte" (the prefix term of "integers", "integral", "integer") is in 1,230 of 1,230 tools: past the
+    # cut-off (2 % and 500 tools), so a shared index gives it no postings. The caller sees only the 30
+    # "integral" tools, where it is in 30: below the cut-off, so its own index keeps them, as an index of
+    # those tools alone does.
+    hidden = [ts.Tool(f"hidden_{i}", "sum a list of integers", permissions="admin") for i in range(1200)]
+    visible = [ts.Tool(f"calc_{i}", f"integral of function number {i}") for i in range(30)]
+    alone = [(h.tool.name, h.score) for h in ts.Index(visible).search("integer", k=50)]
+    assert len(alone) == 30  # found through the prefix term only ("integer" and "integral" stem apart)
+    isolated = ts.Index(visible + hidden, statistics="caller")
+    assert [(h.tool.name, h.score) for h in isolated.search("integer", k=50)] == alone
+    assert isolated.select("integer", budget=None).names == ts.Index(visible).select("integer", budget=None).names
+    assert ts.Index(visible + hidden).search("integer", k=50) == []  # shared statistics: the prefix is cut off
+
+
 def service_catalog(services: int, per_service: int = 12) -> list[ts.Tool]:
     """``per_service`` tools of each of ``services`` services, each service behind its own permission."""
     return [
