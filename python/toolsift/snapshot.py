@@ -66,14 +66,16 @@ class LazyTools(Sequence[Tool]):
         return (self[i] for i in range(len(self)))
 
     def _read(self, i: int) -> Tool:
+        # The messages name the position and what disagrees, not the tool's name or permissions:
+        # reading happens on lookups too (``Index.allows``), for tools the caller may not use.
         line = self._blob[self._offsets[i] : self._offsets[i + 1]]
         try:
             tool = Tool.from_dict(json.loads(line), position=i)
         except (ValueError, RecursionError, ToolsiftError) as e:
-            raise SnapshotError(f"tool #{i} of the index file cannot be read: {e}") from None
+            raise SnapshotError(f"tool #{i} of the index file cannot be read ({type(e).__name__})") from None
         problem = self._disagreement(i, tool)
         if problem:
-            raise SnapshotError(f"tool #{i} of the index file {problem}")
+            raise SnapshotError(f"tool #{i} of the index file: {problem}")
         return tool
 
     def _disagreement(self, i: int, tool: Tool) -> str | None:
@@ -82,14 +84,13 @@ class LazyTools(Sequence[Tool]):
 
         core = self._core
         if tool.name != self.names[i]:
-            return f"is named {tool.name!r} in its line but {self.names[i]!r} in the header"
-        enforced = sorted(p for p in core.permissions(i) if p != WITHHELD)
-        if enforced != list(tool.permissions):
-            return f"({tool.name!r}) lists permissions {list(tool.permissions)} but the core requires {enforced}"
+            return "its line holds another name than the header's"
+        if sorted(p for p in core.permissions(i) if p != WITHHELD) != list(tool.permissions):
+            return "its line lists other permissions than the core index enforces"
         if core.is_core(i) != tool.core:
-            return f"({tool.name!r}) has core={tool.core} but the core index says {core.is_core(i)}"
+            return "its line and the core index disagree on whether it is a core tool"
         if tool.cost_tokens is not None and tool.cost_tokens != core.cost(i):
-            return f"({tool.name!r}) costs {tool.cost_tokens} tokens but the core index says {core.cost(i)}"
+            return "its line gives another cost_tokens than the core index"
         return None
 
 
