@@ -86,6 +86,8 @@ PARAMETER_CASES = [
     ("surrogate in tool_search", lambda: TIERED.call("tool_search", {"query": LONE})),
     ("surrogate permission of a caller", lambda: INDEX.search("refund", caller=["p", LONE])),
     ("caller=5", lambda: INDEX.search("refund", caller=5)),  # type: ignore[arg-type]
+    ("a mapping caller, which would grant what it marks False", lambda: INDEX.search("r", caller={"p": False})),
+    ("a mapping caller to select", lambda: INDEX.select("refund", caller={"billing.refund": False})),
     ("caller=5 to select", lambda: INDEX.select("refund", caller=5.0)),  # type: ignore[arg-type]
     ("Index.get of a list", lambda: INDEX.get(["a"])),  # type: ignore[arg-type]
     ("Index.allows of a list", lambda: INDEX.allows(None, ["a"])),  # type: ignore[arg-type]

@@ -27,7 +27,9 @@ from .scan import scan as scan_tools
 from .text import dense_text, field_params, tool_fields
 
 Caller = Iterable[str] | str | None
-"""Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only)."""
+"""Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only).
+A mapping is refused (:class:`~toolsift.errors.InvalidParameterError`): ``{"p": False}`` does not
+say whether ``p`` is held."""
 
 UNLIMITED = 2**64 - 1
 RESERVED = "toolsift:"
@@ -99,6 +101,11 @@ def _validate(caller: Caller) -> Perms:
         perms = (caller,)
     elif type(caller) in (list, tuple):  # exact types: a subclass could lie in __len__
         perms = caller  # type: ignore[assignment]
+    elif isinstance(caller, Mapping):  # {"billing.refund": False} would grant it: say so instead
+        raise InvalidParameterError(
+            "caller must be permission strings, not a mapping: pass the permissions held, e.g. "
+            "[p for p, held in caller.items() if held]"
+        )
     else:
         try:
             perms = list(caller)
