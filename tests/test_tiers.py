@@ -9,7 +9,8 @@ import pytest
 
 import toolsift as ts
 from toolsift.errors import InvalidToolError, UnknownToolError
-from toolsift.tiers import Hooks, MissingHandlerError, Tier, Toolbox, ToolEvent, ToolTierOptions
+from toolsift.plan import Tier
+from toolsift.tiers import Hooks, MissingHandlerError, Toolbox, ToolEvent, ToolTierOptions
 
 WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 

@@ -9,9 +9,10 @@ from ._core import __version__, tokenize
 from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
 from .index import Hit, Index
+from .plan import Tier
 from .query import MAX_WEIGHT, Query
 from .registry import Catalog, Tool
-from .tiers import Hooks, Tier, Toolbox, ToolEvent, ToolTierOptions
+from .tiers import Hooks, Toolbox, ToolEvent, ToolTierOptions
 from .usage import UsageStore
 
 __all__ = [

@@ -10,12 +10,12 @@ cached prompt prefix, never change mid-session. ``call_tool`` is unwrapped befor
 The plan is built on first use and then frozen; :meth:`Toolbox.reset` rebuilds it (new usage
 counts take effect only then). While core schemas plus the two meta-tools exceed the budget, the
 least-used core tool moves to listed (ties: larger schema, then name), then the least-used listed
-tool to deferred.
+tool to deferred, then deferred tools are summarised by group (see :mod:`toolsift.plan`), so the
+tools array fits its budget at any catalog size.
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,20 +25,10 @@ from typing import Any
 from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .errors import InvalidParameterError, InvalidToolError, ToolsiftError, UnknownToolError
 from .index import Caller, Index, _caller
+from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier, default_group
 from .query import Query
 from .registry import Catalog, Tool
 from .usage import UsageStore
-
-SEARCH, CALL = "tool_search", "call_tool"
-DEFAULT_LIMIT = 5
-
-
-class Tier(str, enum.Enum):
-    """Where a tool sits in the plan."""
-
-    CORE = "core"
-    LISTED = "listed"
-    DEFERRED = "deferred"
 
 
 @dataclass
@@ -52,7 +42,12 @@ class ToolTierOptions:
         budget_tokens: Cap on what is sent up front; 0 means ``context_window // 20``.
         context_window: The model's context window, in tokens.
         usage_count: ``usage_count(name) -> int``, read when the plan is built.
-        count_tokens: ``count_tokens(definition) -> int``; default ``ceil(bytes / 4)``.
+        count_tokens: ``count_tokens(definition) -> int``; default: the index's own token costs
+            (``ceil(bytes / 4)`` of each definition unless the index was built with a counter or a
+            tool gives ``cost_tokens``), and ``ceil(bytes / 4)`` for the meta-tools.
+        group: ``group(tool) -> str``, the group a deferred tool is summarised in when naming
+            every tool would not fit; default :func:`toolsift.plan.default_group` (the namespace
+            of the name: the gateway's server, ``s3`` of ``s3__PutObject``).
     """
 
     core: Sequence[str] = ()
@@ -62,6 +57,7 @@ class ToolTierOptions:
     context_window: int = 128_000
     usage_count: Callable[[str], int] | None = None
     count_tokens: Callable[[dict[str, Any]], int] | None = None
+    group: Callable[[Tool], str] | None = None
 
     def budget(self) -> int:
         """The effective budget in tokens."""
@@ -99,10 +95,6 @@ def usage_key(caller: Caller) -> str:
     """
     perms = sorted(set(_caller(caller).names))
     return "caller:" + hashlib.sha256(json.dumps(perms).encode()).hexdigest()
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 @dataclass
@@ -144,100 +136,60 @@ class Toolbox:
                 raise InvalidToolError(
                     "the name is reserved for the meta-tool of a toolbox with tiers", tool=reserved, field="name"
                 )
-        self._plan: dict[str, Tier] | None = None
+        self._plan: Plan | None = None
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
 
     # -- the plan ---------------------------------------------------------------------------
-    def _allowed(self) -> list[Tool]:
-        return [
-            t for t in (self.index.tool(i) for i in range(len(self.index))) if self.index.allows(self._perms, t.name)
-        ]
+    def _allowed_positions(self) -> list[int]:
+        return [i for i in range(len(self.index)) if self.index.allows(self._perms, self.index.name(i))]
 
-    def _cost(self, definition: dict[str, Any]) -> int:
-        counter = (self.tiers.count_tokens if self.tiers else None) or default_token_count
-        return int(counter(definition))
+    def _allowed(self) -> list[Tool]:
+        return [self.index.tool(i) for i in self._allowed_positions()]
 
     def plan(self) -> dict[str, Tier]:
         """``{name: tier}`` for every tool the caller may use; built on first use, then frozen."""
+        return dict(self._frozen().tiers)
+
+    def _frozen(self) -> Plan:
         if self._plan is None:
             self._plan = self._build_plan()
-        return dict(self._plan)
+        return self._plan
 
     def reset(self) -> None:
         """Forgets the plan (and the session's usage) so the next use rebuilds it."""
         self._plan = None
         self.used.clear()
 
-    def _build_plan(self) -> dict[str, Tier]:
-        tools = self._allowed()
-        opts = self.tiers or ToolTierOptions(core=[t.name for t in tools])
-        plan = {t.name: Tier.LISTED for t in tools}
+    def _build_plan(self) -> Plan:
+        positions = self._allowed_positions()
+        tools = [self.index.tool(i) for i in positions]
+        opts = self.tiers
+        if opts is None:  # every tool the caller may use goes out in full
+            return Plan(dict.fromkeys((t.name for t in tools), Tier.CORE), {}, frozenset(), {}, {})
+        tiers = {t.name: Tier.LISTED for t in tools}
         for name in opts.deferred:
-            if name in plan:
-                plan[name] = Tier.DEFERRED
+            if name in tiers:
+                tiers[name] = Tier.DEFERRED
         for name in (*opts.core, *opts.pinned):
-            if name in plan:
-                plan[name] = Tier.CORE
-        if self.tiers is None:
-            return plan
+            if name in tiers:
+                tiers[name] = Tier.CORE
+        if opts.count_tokens is None:  # the index's own costs: counted once, when it was built
+            size = {t.name: self.index.cost(i) for t, i in zip(tools, positions, strict=True)}
+        else:
+            size = {t.name: int(opts.count_tokens(t.definition())) for t in tools}
+        count = opts.count_tokens or default_token_count
         usage = opts.usage_count or (lambda name: 0)
-        by_name = {t.name: t for t in tools}
-        size = {n: self._cost(by_name[n].definition()) for n in plan}
-
-        def total() -> int:
-            core = sum(size[n] for n, tier in plan.items() if tier is Tier.CORE)
-            return core + sum(self._cost(d) for d in self._meta_definitions(plan))
-
-        for tier, to in ((Tier.CORE, Tier.LISTED), (Tier.LISTED, Tier.DEFERRED)):
-            while total() > opts.budget():
-                members = [n for n, t in plan.items() if t is tier and n not in opts.pinned]
-                if not members:
-                    break
-                plan[min(members, key=lambda n: (usage(n), -size[n], n))] = to
-        return plan
-
-    # -- what is sent --------------------------------------------------------------------------
-    def _meta_definitions(self, plan: Mapping[str, Tier]) -> list[dict[str, Any]]:
-        listed = sorted(n for n, t in plan.items() if t is Tier.LISTED)
-        deferred = sorted(n for n, t in plan.items() if t is Tier.DEFERRED)
-        lines = ["Search the other available tools by what they do, and load their full definitions "
-                 f"(returned as JSON). Query `select:name1,name2` loads tools by exact name. Call a loaded "
-                 f"tool with {CALL}."]  # fmt: skip
-        if listed:
-            lines += ["Tools:"] + [f"- {n} — {_first_line(self.index.get(n, self._perms).description)}" for n in listed]
-        if deferred:
-            lines.append("Also available: " + ", ".join(deferred))
-        search = {
-            "name": SEARCH,
-            "description": "\n".join(lines),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What the tool should do, or select:name1,name2"},
-                    "limit": {"type": "integer", "description": f"Most tools to return (default {DEFAULT_LIMIT})"},
-                },
-                "required": ["query"],
-            },
-        }
-        call = {
-            "name": CALL,
-            "description": f"Call a tool loaded with {SEARCH}, by name, with its arguments.",
-            "parameters": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
-                "required": ["name", "arguments"],
-            },
-        }
-        return [search, call]
+        planner = Planner(tools, tiers, set(opts.pinned), size, usage, count, opts.group or default_group)
+        return planner.plan(opts.budget())
 
     def tools(self, format: str = "openai") -> list[dict[str, Any]]:
         """The tools array: core tools sorted by name, then ``tool_search`` and ``call_tool``."""
-        plan = self.plan()
-        core = [self.index.get(n, self._perms) for n in sorted(n for n, t in plan.items() if t is Tier.CORE)]
+        plan = self._frozen()
+        core = [self.index.get(n, self._perms) for n in sorted(n for n, t in plan.tiers.items() if t is Tier.CORE)]
         if self.tiers is None:
             return _emit(core, format)
-        meta = [Tool(d["name"], d["description"], d["parameters"]) for d in self._meta_definitions(plan)]
+        meta = [Tool(d["name"], d["description"], d["parameters"]) for d in (plan.search, plan.call)]
         return _emit([*core, *meta], format)
 
     def hosted_search_tools(self) -> list[dict[str, Any]]:
@@ -286,14 +238,30 @@ class Toolbox:
 
     def _search(self, arguments: Mapping[str, Any]) -> str:
         query, limit = arguments.get("query", ""), arguments.get("limit", DEFAULT_LIMIT)
+        group = arguments.get("group")
         if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidParameterError("tool_search needs a string 'query' and a non-negative integer 'limit'")
+        if group is None and query.startswith("group:"):
+            group, _, query = query[len("group:") :].partition(" ")
+        if group is not None and not isinstance(group, str):
+            raise InvalidParameterError("tool_search's 'group' must be a string")
         if query.startswith("select:"):
             wanted = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
             found = [self.index.get(n, self._perms) for n in wanted if self.index.allows(self._perms, n)]
+        elif group is not None:
+            found = self._in_group(group, query, limit)
         else:
             found = [h.tool for h in self.index.search(query, k=limit, caller=self._perms)]
         return json.dumps([t.definition() for t in found], ensure_ascii=False)
+
+    def _in_group(self, group: str, query: str, limit: int) -> list[Tool]:
+        """The best ``limit`` tools of ``group`` for ``query`` (the caller's tools only); without a
+        query, the group's first tools in registry order: the hierarchical step, a group first."""
+        groups = self._frozen().groups
+        if not query.strip():
+            return [t for t in self._allowed() if groups.get(t.name) == group][:limit]
+        hits = self.index.search(query, k=len(self.index), caller=self._perms)
+        return [h.tool for h in hits if groups.get(h.tool.name) == group][:limit]
 
     def select(
         self, messages: Sequence[Mapping[str, Any]], budget: int | None = None, format: str = "openai"

@@ -36,8 +36,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import InvalidParameterError, ToolsiftError, UnknownToolError
 from ..index import Index
+from ..plan import CALL, SEARCH
 from ..registry import Catalog, Tool
-from ..tiers import CALL, SEARCH, Toolbox, ToolTierOptions
+from ..tiers import Toolbox, ToolTierOptions
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
 from .upstream import Upstream, UpstreamError
 
