@@ -51,11 +51,12 @@ class Tier(str, enum.Enum):
 
 
 def default_group(tool: Tool) -> str:
-    """The namespace of a tool's name: ``s3`` for ``s3__PutObject`` (the gateway's ``server__tool``),
-    ``files`` for ``files.read``; :data:`UNGROUPED` for a name without one."""
+    """The innermost namespace of a tool's name: ``s3`` for ``s3__PutObject``, ``files`` for the
+    gateway's ``files__read_file`` or for ``files.read``, ``aws__s3`` for ``aws__s3__PutObject`` (a
+    gateway in front of one large upstream); :data:`UNGROUPED` for a name without one."""
     name = tool.name
     for separator in ("__", "."):
-        head, sep, tail = name.partition(separator)
+        head, sep, tail = name.rpartition(separator)
         if sep and head and tail:
             return head
     return UNGROUPED
