@@ -420,6 +420,12 @@ impl Index {
         mask
     }
 
+    /// `caller` narrowed to the tools of `scope` (see [`CallerMask::within`]). With `keep_core`
+    /// the core tools stay allowed, as a selection within a group holds them whatever the query.
+    pub fn within(&self, caller: &CallerMask, scope: &[DocId], keep_core: bool) -> CallerMask {
+        caller.within(scope, if keep_core { &self.core } else { &[] })
+    }
+
     /// True when the caller may use the tool at `doc`.
     pub fn allows(&self, caller: &CallerMask, doc: DocId) -> bool {
         (doc as usize) < self.len() && caller.allowed(doc) == 1
@@ -496,7 +502,7 @@ impl Index {
         let mut touched: Vec<DocId> = Vec::new();
         for term in self.query_terms(&query.into()) {
             for (&doc, &impact) in term.list.docs.iter().zip(term.list.impacts) {
-                if !self.perms.allows(caller, doc) {
+                if !self.perms.allows(caller, doc) || caller.in_scope(doc) == 0 {
                     continue; // filter before rank: a forbidden tool is never scored
                 }
                 let add = term.weight * f32::from(impact);
@@ -1277,6 +1283,39 @@ pub(crate) mod tests {
                 let again = idx.select(query.as_str(), &raw, budget, cap);
                 prop_assert_eq!(&again.selected, &want.selected);
                 prop_assert_eq!(again.used_tokens, want.used_tokens);
+            }
+
+            /// A caller narrowed to a group ranks exactly the group's tools it may use: the
+            /// whole caller's exhaustive ranking filtered to the group; a selection within the
+            /// group keeps the caller's core tools and takes nothing from outside the group.
+            #[test]
+            fn a_caller_narrowed_to_a_group_ranks_only_its_tools(docs in catalog(), q in proptest::collection::vec(0..WORDS.len(), 0..6), k in 1usize..20, budget in 0u64..400, scope in proptest::collection::vec(0u32..70, 0..30), who in 0usize..3) {
+                let idx = build(&docs);
+                let callers: [&[&str]; 3] = [&[], &["a"], &["a", "b", "c"]];
+                let caller = idx.caller(callers[who]);
+                let query = q.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+                let inside = |d: DocId| scope.contains(&d);
+                let narrow = idx.within(&caller, &scope, false);
+                let mut all = idx.score(query.as_str(), &caller);
+                rank(&mut all);
+                let want: Vec<Hit> = all.into_iter().filter(|h| inside(h.doc)).take(k).collect();
+                prop_assert_eq!(idx.search(query.as_str(), &narrow, k), want.clone());
+                prop_assert_eq!(exhaustive_top(&idx, query.as_str().into(), &narrow, k), want);
+                for d in 0..idx.len() as DocId {
+                    prop_assert_eq!(idx.allows(&narrow, d), idx.allows(&caller, d) && inside(d));
+                }
+                let with_core = idx.within(&caller, &scope, true);
+                let got = idx.select(query.as_str(), &with_core, budget, None);
+                prop_assert_eq!(&got.selected, &exhaustive_select(&idx, query.as_str().into(), &with_core, budget, None).selected);
+                prop_assert!(idx.allowed_core(&caller).iter().all(|d| got.selected.contains(d)));
+                for &d in &got.selected {
+                    prop_assert!(idx.allows(&caller, d) && (inside(d) || idx.is_core[d as usize]));
+                }
+                // narrowing twice keeps the tools of both scopes only
+                let twice = idx.within(&narrow, &[0, 1, 2], false);
+                for d in 0..idx.len() as DocId {
+                    prop_assert_eq!(idx.allows(&twice, d), idx.allows(&caller, d) && inside(d) && d < 3);
+                }
             }
         }
     }

@@ -103,6 +103,10 @@ pub struct CallerMask {
     /// `docs` less the tools left out of ranking for a selection (the core tools, which every
     /// selection holds anyway), so that selection scores only its candidates.
     candidates: Vec<u64>,
+    /// The tools a narrowed caller is limited to (see [`CallerMask::within`]); `None`: all.
+    /// Kept apart from `docs` so that the reference check (`PermissionTable::allows` on `bits`)
+    /// can apply it on its own.
+    scope: Option<Vec<u64>>,
 }
 
 impl CallerMask {
@@ -121,6 +125,42 @@ impl CallerMask {
     /// The tools the caller may use that were not left out (see [`CallerMask::leave_out`]).
     pub fn candidates(&self) -> DocMask<'_> {
         DocMask(&self.candidates)
+    }
+
+    /// The same caller narrowed to the tools of `scope` (a group of tools, for a search or a
+    /// selection within it): a tool outside `scope` is neither allowed nor a candidate, except
+    /// those of `kept`, which stay allowed (the core tools a selection always holds) without
+    /// becoming candidates. Positions outside the catalog are ignored. Narrowing only removes
+    /// tools: a tool the caller may not use never enters.
+    pub fn within(&self, scope: &[DocId], kept: &[DocId]) -> CallerMask {
+        let words = self.docs.len();
+        let set = |docs: &[DocId]| {
+            let mut out = vec![0u64; words];
+            for &d in docs {
+                if let Some(w) = out.get_mut((d / 64) as usize) {
+                    *w |= 1 << (d % 64);
+                }
+            }
+            out
+        };
+        let (inside, kept) = (set(scope), set(kept));
+        let and = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(x, y)| x & y).collect::<Vec<u64>>();
+        let allowed: Vec<u64> = inside.iter().zip(&kept).map(|(i, k)| i | k).collect();
+        CallerMask {
+            bits: self.bits.clone(),
+            docs: and(&self.docs, &allowed),
+            candidates: and(&self.candidates, &inside),
+            scope: Some(match &self.scope {
+                Some(outer) => and(outer, &allowed),
+                None => allowed,
+            }),
+        }
+    }
+
+    /// 1 when no narrowing (see [`CallerMask::within`]) left `doc` out, else 0.
+    #[inline]
+    pub fn in_scope(&self, doc: DocId) -> u64 {
+        self.scope.as_deref().map_or(1, |s| bit(s, doc))
     }
 
     /// Leaves `docs` out of [`CallerMask::candidates`] (not of [`CallerMask::allowed`]).
@@ -181,6 +221,7 @@ impl PermissionTable {
             bits,
             docs: vec![0u64; self.single.len().div_ceil(64)],
             candidates: Vec::new(),
+            scope: None,
         };
         for d in 0..self.single.len() {
             let bit = self.allowed(&caller, d as DocId);

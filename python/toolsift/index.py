@@ -20,6 +20,7 @@ from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
 from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
+from .plan import default_group, namespace
 from .query import Query, check_text
 from .registry import Catalog, Tool, name_arg
 from .scan import Finding
@@ -60,6 +61,18 @@ class _Scoring(NamedTuple):
 
 _TenantEntry = tuple[Any, np.ndarray, Any]
 """A per-caller core index, the registry position of each of its tools, and its caller."""
+
+Groups = str | Iterable[str] | None
+"""The groups a search or selection is limited to: a group's name, several, or ``None`` (all)."""
+
+
+class _GroupTable(NamedTuple):
+    """Every tool's group: the group names (sorted), each tool's group id, each group's tools."""
+
+    names: tuple[str, ...]
+    of: np.ndarray  # group id per registry position
+    ids: Mapping[str, int]
+    members: tuple[np.ndarray, ...]  # registry positions per group id, ascending
 
 
 class Perms(NamedTuple):
@@ -181,6 +194,10 @@ class Index:
             cover exactly the tools the caller may use, so a caller's scores and ranking equal those
             of an index built from its allowed tools only, and reveal nothing about the others.
             The per-caller index is built on first use and cached per distinct permission set.
+        group_by: ``group_by(tool) -> str``, the group a tool belongs to, for searches and
+            selections limited to groups (``group=`` and ``groups=`` of :meth:`search` and
+            :meth:`select`) and :meth:`groups`; default :func:`toolsift.plan.default_group` (the
+            namespace of the name: an MCP server's ``s3`` of ``s3__PutObject``).
         tenant_cache_bytes: Memory bound of that cache (``statistics="caller"``): the per-caller
             indexes kept, counted by the memory their core indexes hold (postings, dictionary,
             per-tool arrays; see ``_core.Index.memory_bytes``), at most this many bytes; the least
@@ -212,7 +229,10 @@ class Index:
         statistics: str = "shared",
         scan: str = "off",
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
+        group_by: Callable[[Tool], str] | None = None,
     ) -> None:
+        self._group_by = _group_function(group_by)
+        self._group_table: _GroupTable | None = None
         self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
         self.findings = self._scan(scan)
         self._positions: Mapping[str, int] = {t.name: i for i, t in enumerate(self._tools)}
@@ -314,22 +334,96 @@ class Index:
                 self._masks[perms.key] = found
         return found
 
-    def _core_search(self, parts: str | list[tuple[str, float]], perms: Perms, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _core_search(
+        self, parts: str | list[tuple[str, float]], perms: Perms, k: int, scope: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The core's ``k`` best tools for the caller, among the registry positions of ``scope``
+        (``None``: every tool)."""
         tenant = self._tenant(perms)
         if tenant is None:
-            return self._core.search(parts, self._mask(perms), k)
+            return self._core.search(parts, self._scoped(self._core, self._mask(perms), scope), k)
         sub, keep, everyone = tenant
-        positions, scores = sub.search(parts, everyone, k)
+        positions, scores = sub.search(parts, self._scoped(sub, everyone, _inside(keep, scope)), k)
         return keep[positions], scores
 
-    def _core_select(self, parts: str | list[tuple[str, float]], perms: Perms, tokens: int, cap: int | None) -> Any:
+    def _core_select(
+        self,
+        parts: str | list[tuple[str, float]],
+        perms: Perms,
+        tokens: int,
+        cap: int | None,
+        scope: np.ndarray | None = None,
+    ) -> Any:
         # no per-caller index (the default) is known without a call
         tenant = None if self._statistics == "shared" else self._tenant(perms)
         if tenant is None:
-            return self._core.select(parts, self._mask(perms), tokens, cap)
+            return self._core.select(parts, self._scoped(self._core, self._mask(perms), scope, True), tokens, cap)
         sub, keep, everyone = tenant
-        sel, num_core, used, dropped, over = sub.select(parts, everyone, tokens, cap)
+        mask = self._scoped(sub, everyone, _inside(keep, scope), True)
+        sel, num_core, used, dropped, over = sub.select(parts, mask, tokens, cap)
         return tuple(keep[list(sel)].tolist()), num_core, used, tuple(keep[list(dropped)].tolist()), over
+
+    @staticmethod
+    def _scoped(core: Any, mask: Any, scope: np.ndarray | None, keep_core: bool = False) -> Any:
+        """``mask`` narrowed to the positions of ``scope`` of ``core`` (the core tools kept with
+        ``keep_core``: a selection holds them whatever the query); ``None``: ``mask`` itself."""
+        return mask if scope is None else core.within(mask, scope, keep_core)
+
+    # -- groups ----------------------------------------------------------------------------
+    def _groups(self) -> _GroupTable:
+        """Every tool's group (see ``group_by``), computed on first use."""
+        table = self._group_table
+        if table is None:
+            if self._group_by is default_group:  # the name is enough: a loaded index parses no tool
+                found = [namespace(name) for name in self._positions]
+            else:
+                found = [_group_name(self._group_by, t) for t in self._tools]
+            names = tuple(sorted(set(found)))
+            ids = {g: i for i, g in enumerate(names)}
+            of = np.fromiter((ids[g] for g in found), dtype=np.int64, count=len(found))
+            order = np.argsort(of, kind="stable").astype(np.uint32)
+            members = tuple(np.split(order, np.cumsum(np.bincount(of, minlength=len(names)))[:-1]))
+            table = self._group_table = _GroupTable(names, of, ids, members)
+        return table
+
+    def groups(self, caller: Caller = None) -> dict[str, int]:
+        """Each group holding a tool the caller may use, with how many of them, by name. A group
+        whose tools the caller may not use is not named."""
+        table = self._groups()
+        allowed = self._core.allowed_mask(self._mask(_caller(caller)))
+        counts = np.bincount(table.of[allowed], minlength=len(table.names)).tolist()
+        return {g: c for g, c in zip(table.names, counts, strict=True) if c}
+
+    def _members(self, group: Groups) -> np.ndarray | None:
+        """The registry positions of the tools of ``group``, ascending (``None``: no limit). A
+        group that does not exist holds no tool, like one whose tools the caller may not use."""
+        if group is None:
+            return None
+        names = [group] if isinstance(group, str) else _group_names(group)
+        table = self._groups()
+        found = [table.members[table.ids[g]] for g in dict.fromkeys(names) if g in table.ids]
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.uint32)
+
+    def _scope(self, query: str | Query, perms: Perms, group: Groups, groups: int | None) -> np.ndarray | None:
+        """The positions a search or selection ranks among: the tools of ``group``, then, with
+        ``groups``, only those of the ``groups`` groups whose best tool ranks highest for the
+        query (the hierarchical step: the right groups first, then tools inside them)."""
+        scope = self._members(group)
+        if groups is None:
+            return scope
+        if self._dense is None and self._rerank is None:
+            try:
+                ranked, _ = self._core_search(_query(query), perms, self._depth, scope)
+            except (TypeError, UnicodeEncodeError):
+                _check_queries([query])
+                raise
+            order = ranked.tolist()
+        else:
+            order = [h.position for h in self._ranking(Query.of(query), perms, self._depth, scope)]
+        table = self._groups()
+        best = list(dict.fromkeys(int(table.of[i]) for i in order))[:groups]
+        found = [table.members[g] for g in best]
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.uint32)
 
     def _set_ranking(
         self,
@@ -370,6 +464,7 @@ class Index:
         dense_options: Mapping[str, Any] | None = None,
         statistics: str | None = None,
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
+        group_by: Callable[[Tool], str] | None = None,
     ) -> Index:
         """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
         side (its stored tool vectors are reused); a file that is not a valid snapshot, or whose
@@ -380,12 +475,14 @@ class Index:
         ``statistics`` (``"shared"`` or ``"caller"``, see :class:`Index`) overrides the mode the file
         was saved with (``None``: the file's). A deployment that relies on tenant isolation should
         pass ``"caller"``: the file's mode is a header field that anyone who can write the file can
-        change, checksums included. ``tenant_cache_bytes`` is as for :class:`Index`.
+        change, checksums included. ``tenant_cache_bytes`` and ``group_by`` are as for
+        :class:`Index` (a function is not saved: give it again).
         """
         from .snapshot import load
 
         positions, core, vectors, options = load(path, vectors=embedder is not None)
         index = cls.__new__(cls)
+        index._group_by, index._group_table = _group_function(group_by), None
         index._tools, index._positions, index._core = positions.tools, positions, core
         index.findings, index._withheld = (), set()
         mode = options["statistics"] if statistics is None else statistics
@@ -414,6 +511,10 @@ class Index:
         c = self._core
         return {"tools": len(c), "terms": c.num_terms, "postings": c.num_postings, "permissions": c.num_permissions}
 
+    def position(self, name: str) -> int:
+        """The registry position of the tool called ``name`` (:class:`KeyError` if none)."""
+        return self._positions[name_arg(name)]
+
     def tool(self, position: int) -> Tool:
         """The tool at a registry position."""
         return self._tools[position]
@@ -437,33 +538,46 @@ class Index:
             raise UnknownToolError(name)
         return self._tools[self._positions[name]]
 
-    def search(self, query: str | Query, k: int = 10, caller: Caller = None) -> list[Hit]:
+    def search(
+        self,
+        query: str | Query,
+        k: int = 10,
+        caller: Caller = None,
+        *,
+        group: Groups = None,
+        groups: int | None = None,
+    ) -> list[Hit]:
         """The ``k`` best-scoring tools the caller may use, best first (ties: registry order).
 
         ``query`` is a string or a :class:`~toolsift.Query` (for example built from the
         conversation with :meth:`Query.from_messages`). Returns fewer than ``k`` hits when fewer
-        tools match; an empty query matches nothing.
+        tools match; an empty query matches nothing. ``group`` limits the search to the tools of
+        a group (or of several; see ``group_by`` and :meth:`groups`), ``groups`` to those of the
+        ``groups`` groups whose best tool ranks highest for the query.
         """
         k, perms = _count("k", k), _caller(caller)
+        scope = None if group is None and groups is None else self._scope(query, perms, group, _groups_arg(groups))
         if self._dense is None and self._rerank is None:
             try:
-                positions, scores = self._core_search(_query(query), perms, k)
+                positions, scores = self._core_search(_query(query), perms, k, scope)
             except (TypeError, UnicodeEncodeError):  # the core could not read the text: say why
                 _check_queries([query])
                 raise
             return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
-        return self._ranking(Query.of(query), perms, max(k, self._depth))[:k]
+        return self._ranking(Query.of(query), perms, max(k, self._depth), scope)[:k]
 
-    def _ranking(self, query: Query, perms: Perms, depth: int) -> list[Hit]:
-        """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use."""
-        positions, scores = self._core_search(list(query.parts), perms, depth)
+    def _ranking(self, query: Query, perms: Perms, depth: int, scope: np.ndarray | None = None) -> list[Hit]:
+        """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use
+        (among the positions of ``scope``, when given)."""
+        positions, scores = self._core_search(list(query.parts), perms, depth, scope)
         ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
         if self._dense is not None and self._embedder is not None and query.parts:
             texts, weights = zip(*query.parts, strict=True)
             vectors = unit_rows(self._embedder.embed(list(texts)), "embedder output")
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
-                d_pos, d_scores = self._dense.search(combined, depth, self._core.allowed_mask(self._mask(perms)))
+                mask = self._scoped(self._core, self._mask(perms), scope)
+                d_pos, d_scores = self._dense.search(combined, depth, self._core.allowed_mask(mask))
                 ranked = fuse(ranked, list(zip(d_pos.tolist(), d_scores.tolist(), strict=True)), self._alpha)
         hits = [Hit(self._tools[i], i, s) for i, s in ranked[:depth]]
         if self._rerank is not None:
@@ -472,26 +586,40 @@ class Index:
         return hits
 
     def select(
-        self, query: str | Query, caller: Caller = None, budget: int | None = None, *, k: int | None = None
+        self,
+        query: str | Query,
+        caller: Caller = None,
+        budget: int | None = None,
+        *,
+        k: int | None = None,
+        group: Groups = None,
+        groups: int | None = None,
     ) -> Selection:
         """Core tools, then the best-ranked matching tools that fit in ``budget`` tokens.
 
         Candidates are taken in rank order; one that does not fit is skipped (see
         :attr:`Selection.dropped`) and smaller ones are still tried. ``k`` caps how many non-core
         tools are taken. ``budget=None`` means no token limit.
+
+        ``group`` takes candidates from the tools of a group (or several) only; ``groups`` makes
+        the selection hierarchical: first the ``groups`` groups whose best tool ranks highest for
+        the query, then the best tools inside them. Core tools are selected either way.
         """
         tokens = UNLIMITED if budget is None else _count("budget", budget)
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
+        scope = None if group is None and groups is None else self._scope(query, perms, group, _groups_arg(groups))
         if self._dense is None and self._rerank is None:
             try:
-                packed = self._core_select(_query(query), perms, tokens, cap)
+                packed = self._core_select(_query(query), perms, tokens, cap, scope)
             except (TypeError, UnicodeEncodeError):
                 _check_queries([query])
                 raise
         else:
-            order = np.array([h.position for h in self._ranking(Query.of(query), perms, self._depth)], dtype=np.uint32)
-            packed = self._core.select_ranked(order, self._mask(perms), tokens, cap)
+            ranked = self._ranking(Query.of(query), perms, self._depth, scope)
+            order = np.array([h.position for h in ranked], dtype=np.uint32)
+            mask = self._scoped(self._core, self._mask(perms), scope, True)
+            packed = self._core.select_ranked(order, mask, tokens, cap)
         return Selection(self, packed, budget)
 
     def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
@@ -521,6 +649,49 @@ class Index:
             _check_queries(queries)
             raise
         return [Selection(self, packed, budget) for packed in batch]
+
+
+def _group_function(group_by: Callable[[Tool], str] | None) -> Callable[[Tool], str]:
+    if group_by is not None and not callable(group_by):
+        raise InvalidParameterError(f"group_by must be a function of a tool, not {type(group_by).__name__}")
+    return default_group if group_by is None else group_by
+
+
+def _group_name(group_by: Callable[[Tool], str], tool: Tool) -> str:
+    found = group_by(tool)
+    if not isinstance(found, str):
+        raise InvalidToolError(f"group_by returned {type(found).__name__}, not a string", tool=tool.name, field="group")
+    return str.__str__(found)
+
+
+def _group_names(group: object) -> list[str]:
+    if isinstance(group, Mapping) or not isinstance(group, Iterable):
+        raise InvalidParameterError(f"group must be a group's name or several, not {type(group).__name__}")
+    names = list(group)
+    for g in names:
+        if not isinstance(g, str):
+            raise InvalidParameterError(f"group names must be strings, found {type(g).__name__}")
+    return [str.__str__(g) for g in names]
+
+
+def _groups_arg(groups: int | None) -> int | None:
+    if groups is None:
+        return None
+    if _count("groups", groups) < 1:
+        raise InvalidParameterError("groups must be at least 1 (None: no limit)")
+    return groups
+
+
+def _inside(keep: np.ndarray, scope: np.ndarray | None) -> np.ndarray | None:
+    """The positions within a per-caller index (whose tools are the registry positions ``keep``,
+    ascending) of the registry positions of ``scope`` it holds."""
+    if scope is None:
+        return None
+    at = np.searchsorted(keep, scope)
+    held = at < len(keep)
+    at = at[held]
+    found: np.ndarray = at[keep[at] == scope[held]].astype(np.uint32)
+    return found
 
 
 def _number(name: str, value: object) -> float:

@@ -54,7 +54,11 @@ def default_group(tool: Tool) -> str:
     """The innermost namespace of a tool's name: ``s3`` for ``s3__PutObject``, ``files`` for the
     gateway's ``files__read_file`` or for ``files.read``, ``aws__s3`` for ``aws__s3__PutObject`` (a
     gateway in front of one large upstream); :data:`UNGROUPED` for a name without one."""
-    name = tool.name
+    return namespace(tool.name)
+
+
+def namespace(name: str) -> str:
+    """The innermost namespace of a tool name (see :func:`default_group`)."""
     for separator in ("__", "."):
         head, sep, tail = name.rpartition(separator)
         if sep and head and tail:

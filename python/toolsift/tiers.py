@@ -264,13 +264,24 @@ class Toolbox:
         return [h.tool for h in hits if groups.get(h.tool.name) == group][:limit]
 
     def select(
-        self, messages: Sequence[Mapping[str, Any]], budget: int | None = None, format: str = "openai"
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        budget: int | None = None,
+        format: str = "openai",
+        *,
+        group: str | Sequence[str] | None = None,
+        groups: int | None = None,
     ) -> list[dict[str, Any]]:
         """Selection mode: the tools for this turn, chosen from the conversation within ``budget``;
-        tools already used in the session stay loaded."""
-        sel = self.index.select(Query.from_messages(messages), self._perms, budget)
-        names = set(sel.names) | {n for n in self.used if self.index.allows(self._perms, n)}
-        order = [self.index.tool(i) for i in range(len(self.index)) if self.index.name(i) in names]
+        tools already used in the session stay loaded. ``group`` and ``groups`` limit the choice
+        to groups of tools, as for :meth:`Index.select` (``groups``: the hierarchical variant,
+        the best groups for the conversation first, then tools inside them)."""
+        sel = self.index.select(Query.from_messages(messages), self._perms, budget, group=group, groups=groups)
+        positions = set(sel.positions)
+        for name in self.used:
+            if self.index.allows(self._perms, name):
+                positions.add(self.index.position(name))
+        order = [self.index.tool(i) for i in sorted(positions)]
         return _emit(sorted(order, key=lambda t: not t.core), format)
 
 

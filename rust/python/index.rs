@@ -279,6 +279,24 @@ impl PyIndex {
         })
     }
 
+    /// `caller` narrowed to the tools at the positions of `scope` (a group); with `keep_core`
+    /// the core tools stay allowed too. Narrowing never adds a tool the caller may not use.
+    #[pyo3(signature = (caller, scope, keep_core = false))]
+    fn within(
+        &self,
+        py: Python<'_>,
+        caller: &PyCaller,
+        scope: PyReadonlyArray1<'_, u32>,
+        keep_core: bool,
+    ) -> PyResult<PyCaller> {
+        let (idx, mask) = (&*self.inner, self.mask(caller)?);
+        let scope = scope.as_array().to_vec();
+        Ok(PyCaller {
+            mask: detached(py, move || idx.within(mask, &scope, keep_core))?,
+            owner: Arc::clone(&self.inner),
+        })
+    }
+
     /// Token cost of the tool at `position`.
     fn cost(&self, position: u32) -> PyResult<u32> {
         Ok(self.inner.cost(self.position(position)?))

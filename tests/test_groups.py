@@ -1,0 +1,183 @@
+"""Searches and selections limited to groups of tools, and the hierarchical step (the right
+groups first, then tools inside them), on the botocore catalog: a group's search ranks exactly
+the group's tools the caller may use, a group the caller may not use is never named or counted,
+and every path (shared or per-caller statistics, loaded from a file, fused with a dense side)
+agrees."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toolsift as ts
+from toolsift.catalogs import aws_catalog
+from toolsift.plan import default_group
+
+QUERIES = [
+    "upload a file to a bucket",
+    "list my running instances",
+    "rotate the database password",
+    "publish a message to a topic",
+    "describe the autoscaling groups",
+    "translate text from English to French",
+    "delete an old snapshot",
+]
+
+
+@pytest.fixture(scope="module")
+def tools() -> list[ts.Tool]:
+    """Every 6th botocore operation (about 3,000, from some 400 services); each needs its
+    service's permission."""
+    return list(aws_catalog())[::6]
+
+
+@pytest.fixture(scope="module")
+def caller(tools: list[ts.Tool]) -> list[str]:
+    """Every other service."""
+    services = sorted({t.permissions[0] for t in tools})
+    return services[::2]
+
+
+@pytest.fixture(scope="module")
+def index(tools: list[ts.Tool]) -> ts.Index:
+    return ts.Index(tools)
+
+
+def busiest_groups(tools: list[ts.Tool], caller: list[str], n: int = 3) -> list[str]:
+    counts = Counter(default_group(t) for t in tools if set(t.permissions) <= set(caller))
+    return [g for g, _ in counts.most_common(n)]
+
+
+def test_groups_names_only_groups_holding_tools_the_caller_may_use(
+    index: ts.Index, tools: list[ts.Tool], caller: list[str]
+) -> None:
+    want = Counter(default_group(t) for t in tools if set(t.permissions) <= set(caller))
+    assert index.groups(caller) == dict(sorted(want.items()))
+    assert index.groups(None) == {}  # every tool needs a permission
+    hidden = {default_group(t) for t in tools} - set(want)
+    assert hidden and not hidden & set(index.groups(caller))
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_a_search_within_groups_ranks_exactly_their_tools(
+    index: ts.Index, tools: list[ts.Tool], caller: list[str], query: str
+) -> None:
+    groups = busiest_groups(tools, caller)
+    everything = index.search(query, k=len(tools), caller=caller)
+    for group in ([groups[0]], groups):
+        want = [(h.position, h.score) for h in everything if default_group(h.tool) in group][:10]
+        got = index.search(query, k=10, caller=caller, group=group[0] if len(group) == 1 else group)
+        assert [(h.position, h.score) for h in got] == want
+
+
+def test_a_group_the_caller_may_not_use_finds_nothing(index: ts.Index, tools: list[ts.Tool], caller: list[str]) -> None:
+    forbidden = next(t for t in tools if not set(t.permissions) <= set(caller))
+    group = default_group(forbidden)
+    assert index.search(forbidden.description, k=10, caller=caller, group=group) == []
+    assert index.search(forbidden.description, k=10, caller=caller, group="no such group") == []
+    # it is found by a caller who holds its permission
+    owner = [*caller, *forbidden.permissions]
+    assert index.search(forbidden.description, k=50, caller=owner, group=group)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_a_hierarchical_selection_takes_tools_of_the_best_groups_only(
+    index: ts.Index, tools: list[ts.Tool], caller: list[str], query: str
+) -> None:
+    ranked = index.search(query, k=100, caller=caller)
+    best = list(dict.fromkeys(default_group(h.tool) for h in ranked))[:2]
+    sel = index.select(query, caller, 2000, groups=2)
+    assert sel.names and {default_group(t) for t in sel.tools} <= set(best)
+    # it is the selection limited to those groups by name
+    assert sel == index.select(query, caller, 2000, group=best)
+    # and a selection within a group is what the caller's whole ranking holds of it, packed
+    inside = [h.position for h in index.search(query, k=len(tools), caller=caller) if default_group(h.tool) in best]
+    assert set(sel) <= set(inside)
+    # packed in the order of the ranking within the groups: the best of them is taken first
+    assert inside[0] in sel
+
+
+def test_core_tools_stay_selected_within_a_group() -> None:
+    tools = [
+        ts.Tool("help", "Get help with anything", core=True),
+        ts.Tool("s3__put_object", "Upload an object to a bucket"),
+        ts.Tool("gcs__upload", "Upload an object to a bucket"),
+        ts.Tool("vault__upload", "Upload an object to a bucket", permissions="vault"),
+    ]
+    index = ts.Index(tools)
+    assert index.select("upload an object", group="gcs").names == ("help", "gcs__upload")
+    assert index.select("put an object", groups=1).names == ("help", "s3__put_object")
+    assert index.select("upload an object", group="vault").names == ("help",)
+    assert index.select("nothing matches this", groups=1).names == ("help",)
+    assert index.search("get help", group="s3") == []  # a search within a group has no core tools
+
+
+def test_every_path_agrees_on_searches_within_groups(
+    tools: list[ts.Tool], caller: list[str], index: ts.Index, tmp_path: Path
+) -> None:
+    isolated = ts.Index(tools, statistics="caller")
+    index.save(tmp_path / "i.tsidx")
+    loaded = ts.Index.load(tmp_path / "i.tsidx")
+    allowed = [t for t in tools if set(t.permissions) <= set(caller)]
+    alone = ts.Index(allowed)  # what per-caller statistics must equal
+    groups = busiest_groups(tools, caller)
+    for query in QUERIES:
+        for group in (groups[0], groups):
+            names = [h.tool.name for h in index.search(query, k=10, caller=caller, group=group)]
+            assert [h.tool.name for h in loaded.search(query, k=10, caller=caller, group=group)] == names
+            mine = [h.tool.name for h in isolated.search(query, k=10, caller=caller, group=group)]
+            assert mine == [h.tool.name for h in alone.search(query, k=10, caller=caller, group=group)]
+            assert loaded.select(query, caller, 1500, group=group) == index.select(query, caller, 1500, group=group)
+            assert [isolated.name(i) for i in isolated.select(query, caller, 1500, groups=1)] == list(
+                alone.select(query, caller, 1500, groups=1).names
+            )
+
+
+def test_a_fused_ranking_is_limited_to_the_group_too() -> None:
+    from test_dense import TOOLS, ConceptEmbedder
+
+    grouped = [
+        ts.Tool(("shop." if i % 2 else "mail.") + t.name, t.description, permissions=t.permissions)
+        for i, t in enumerate(TOOLS)
+    ]
+    index = ts.Index(grouped, embedder=ConceptEmbedder())  # type: ignore[arg-type]
+    for query in ("give the money back", "buy something", "send a letter"):
+        hits = index.search(query, k=10, caller=["billing"], group="shop")
+        assert hits and all(h.tool.name.startswith("shop.") for h in hits)
+        everything = [h.tool.name for h in index.search(query, k=10, caller=["billing"])]
+        assert [h.tool.name for h in hits] == [n for n in everything if n.startswith("shop.")]
+        sel = index.select(query, ["billing"], groups=1)
+        assert len({n.split(".")[0] for n in sel.names}) == 1
+
+
+def test_a_custom_grouping_and_bad_arguments() -> None:
+    tools = [ts.Tool(f"tool_{i}", f"Tool number {i} does thing {i % 3}") for i in range(9)]
+    index = ts.Index(tools, group_by=lambda t: f"g{int(t.name.split('_')[1]) % 3}")
+    assert index.groups() == {"g0": 3, "g1": 3, "g2": 3}
+    assert {h.tool.name for h in index.search("tool number", k=9, group="g1")} == {"tool_1", "tool_4", "tool_7"}
+    with pytest.raises(ts.errors.InvalidParameterError, match="groups"):
+        index.select("tool", groups=0)
+    with pytest.raises(ts.errors.InvalidParameterError, match="group"):
+        index.search("tool", group=7)  # type: ignore[arg-type]
+    with pytest.raises(ts.errors.InvalidParameterError, match="strings"):
+        index.search("tool", group=["g1", 2])  # type: ignore[list-item]
+    with pytest.raises(ts.errors.InvalidParameterError, match="group_by"):
+        ts.Index(tools, group_by="name")  # type: ignore[arg-type]
+    bad = ts.Index(tools, group_by=lambda t: 3)  # type: ignore[arg-type,return-value]
+    with pytest.raises(ts.errors.InvalidToolError) as e:
+        bad.groups()
+    assert e.value.tool == "tool_0" and e.value.field == "group"
+
+
+def test_selection_mode_of_a_toolbox_picks_groups_first(tools: list[ts.Tool], caller: list[str]) -> None:
+    box = ts.Toolbox(ts.Catalog(tools), caller=caller)
+    messages = [{"role": "user", "content": "upload a file to a bucket"}]
+    names = [t["function"]["name"] for t in box.select(messages, budget=2000, groups=1)]
+    assert names and len({n.split("__")[0] for n in names}) == 1
+    by_name = {t.name: t for t in tools}
+    assert all(set(by_name[n].permissions) <= set(caller) for n in names)
+    assert np.all(np.diff([box.index.names.index(n) for n in names]) > 0)  # registry order
+    assert names == [t["function"]["name"] for t in box.select(messages, budget=2000, group=names[0].split("__")[0])]
