@@ -17,6 +17,7 @@ tools array fits its budget at any catalog size.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,7 +206,46 @@ class Toolbox:
 
     # -- execution -----------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
-        """Runs a tool call from the model: ``tool_search``, ``call_tool`` or a tool by name."""
+        """Runs a tool call from the model: ``tool_search``, ``call_tool`` or a tool by name.
+
+        Handlers and hooks must be plain functions here; a handler or hook that returns an
+        awaitable (``async def``) is refused with :class:`~toolsift.errors.InvalidParameterError`
+        before anything is recorded: use :meth:`acall`."""
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, str):
+            return prepared
+        event, handler = prepared
+        if self.hooks.before_tool:
+            _not_awaitable(self.hooks.before_tool(event), "before_tool hook")
+        result = _not_awaitable(_handler(handler, event)(event.arguments), f"handler of {event.name!r}")
+        self._record(event.name)
+        if self.hooks.after_tool:
+            _not_awaitable(self.hooks.after_tool(event, result), "after_tool hook")
+        return result
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """:meth:`call` for async code: a handler or hook may be ``async def`` (or return any
+        awaitable), and is awaited. Permissions are checked and ``before_tool`` runs before the
+        handler; usage is recorded and ``after_tool`` runs only once the handler has finished
+        without raising. ``tool_search`` itself is synchronous work of microseconds (the index
+        releases the GIL), so it is answered without a thread hop."""
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, str):
+            return prepared
+        event, handler = prepared
+        if self.hooks.before_tool:
+            await _settled(self.hooks.before_tool(event))
+        result = await _settled(_handler(handler, event)(event.arguments))
+        self._record(event.name)
+        if self.hooks.after_tool:
+            await _settled(self.hooks.after_tool(event, result))
+        return result
+
+    def _prepare(
+        self, name: str, arguments: Mapping[str, Any] | None
+    ) -> str | tuple[ToolEvent, Callable[[Mapping[str, Any]], Any] | None]:
+        """A ``tool_search`` answer, or the real tool's event (``call_tool`` unwrapped) and its
+        handler (``None``: none registered), once the caller's permission to use it is checked."""
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, Mapping):
@@ -222,19 +262,12 @@ class Toolbox:
             name, arguments, via = target, dict(inner), CALL
         if not self.index.allows(self._perms, name):
             raise UnknownToolError(name)  # forbidden and unknown look the same
-        event = ToolEvent(name, arguments, self._perms, via)
-        if self.hooks.before_tool:
-            self.hooks.before_tool(event)
-        handler = self.handlers.get(name)
-        if handler is None:
-            raise MissingHandlerError(f"no handler is registered for tool {name!r}")
-        result = handler(arguments)
+        return ToolEvent(name, arguments, self._perms, via), self.handlers.get(name)
+
+    def _record(self, name: str) -> None:
         self.used[name] = self.used.get(name, 0) + 1
         if self.usage is not None:
             self.usage.record(self._user, name)
-        if self.hooks.after_tool:
-            self.hooks.after_tool(event, result)
-        return result
 
     def _search(self, arguments: Mapping[str, Any]) -> str:
         query, limit = arguments.get("query", ""), arguments.get("limit", DEFAULT_LIMIT)
@@ -283,6 +316,31 @@ class Toolbox:
                 positions.add(self.index.position(name))
         order = [self.index.tool(i) for i in sorted(positions)]
         return _emit(sorted(order, key=lambda t: not t.core), format)
+
+
+def _handler(
+    handler: Callable[[Mapping[str, Any]], Any] | None, event: ToolEvent
+) -> Callable[[Mapping[str, Any]], Any]:
+    """The handler, once ``before_tool`` has seen the call (it may refuse, and log, a call that
+    has no handler too)."""
+    if handler is None:
+        raise MissingHandlerError(f"no handler is registered for tool {event.name!r}")
+    return handler
+
+
+def _not_awaitable(value: Any, what: str) -> Any:
+    """``value``, refused when it is an awaitable: a synchronous call would otherwise hand an
+    un-run coroutine on as the result (and count the call before its work ran)."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never run: no "coroutine was never awaited" warning later
+        raise InvalidParameterError(f"the {what} is asynchronous: run the call with Toolbox.acall")
+    return value
+
+
+async def _settled(value: Any) -> Any:
+    """``value``, awaited when it is an awaitable."""
+    return await value if inspect.isawaitable(value) else value
 
 
 def _emit(tools: Iterable[Tool], format: str) -> list[dict[str, Any]]:

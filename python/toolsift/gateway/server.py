@@ -14,7 +14,6 @@ is built beside the one in service and swapped in whole, so every request sees e
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import logging.handlers
@@ -391,8 +390,7 @@ class Gateway:
         target = arguments.get("name") if name == CALL else name
         outcome, result = "ok", None
         try:
-            pending = box.call(name, arguments)
-            result = await pending if inspect.isawaitable(pending) else pending
+            result = await box.acall(name, arguments)
             if not isinstance(result, types.CallToolResult):
                 raise UpstreamError("?", "error", "the upstream returned no tool result")
             outcome = "error" if result.is_error else "ok"
