@@ -49,3 +49,52 @@ def test_demo_indexes_the_aws_catalog_and_selects_for_a_request(capsys: pytest.C
     assert main(["demo", "--repeat", "1", "invoke a lambda function"]) == 0
     out = capsys.readouterr().out
     assert "AWS operations" in out and "lambda__Invoke" in out
+
+
+def test_version_names_the_installed_release(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"toolsift {version('toolsift')}"
+
+
+def test_a_saved_index_is_searched_like_its_catalog(
+    catalog_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "tools.tsidx"
+    assert main(["index", str(catalog_file), "-o", str(saved)]) == 0
+    assert "3 tools" in capsys.readouterr().err
+    for source in (catalog_file, saved):
+        assert main(["search", str(source), "refund my order", "--caller", "orders.read", "--format", "mcp"]) == 0
+        assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["search_help", "order_status"]
+    # a damaged index is an error, not a catalog parse or a traceback
+    data = bytearray(saved.read_bytes())
+    data[-3] ^= 0xFF
+    saved.write_bytes(bytes(data))
+    assert main(["search", str(saved), "refund"]) == 2
+    assert "the file is corrupted" in capsys.readouterr().err
+
+
+def test_search_within_groups_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tools.jsonl"
+    ts.Catalog(
+        [
+            ts.Tool("s3__put_object", "Upload an object to a bucket"),
+            ts.Tool("gcs__upload_object", "Upload an object to a bucket"),
+        ]
+    ).save(path)
+    assert main(["search", str(path), "upload an object", "--group", "s3"]) == 0
+    assert capsys.readouterr().out.split() == ["s3__put_object"]
+    assert main(["search", str(path), "upload an object", "--groups", "1"]) == 0
+    assert capsys.readouterr().out.split() == ["gcs__upload_object"]
+
+
+def test_eval_reads_a_saved_index(catalog_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "tools.tsidx"
+    assert main(["index", str(catalog_file), "-o", str(saved)]) == 0
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "1", "query": "where is my order", "relevant": ["order_status"]}\n')
+    assert main(["eval", "--tools", str(saved), "--queries", str(queries), "--systems", "toolsift"]) == 0
+    assert "toolsift" in capsys.readouterr().out

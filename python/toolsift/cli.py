@@ -1,4 +1,4 @@
-"""Command line: ``toolsift demo`` and ``toolsift search``.
+"""Command line: ``toolsift demo``, ``search``, ``index``, ``eval`` and ``serve``.
 
 Progress bars and tables use ``rich`` when it is installed (``pip install 'toolsift[demo]'``) and
 fall back to plain text otherwise.
@@ -110,10 +110,41 @@ def _print_demo(rows: list[tuple[str, Any, float]]) -> None:
     console.print(table)
 
 
+def version() -> str:
+    """The installed toolsift's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("toolsift")
+    except PackageNotFoundError:  # run from a checkout without installing
+        return "unknown (not installed)"
+
+
+def open_index(path: str) -> Index:
+    """The index saved at ``path`` (by ``toolsift index`` or :meth:`Index.save`), or one built
+    from the catalog file there (JSON or JSONL in any shape :meth:`Catalog.from_file` reads)."""
+    from .snapshot import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            saved = f.read(len(MAGIC)) == MAGIC
+    except OSError as e:
+        raise ToolsiftError(f"cannot read {path}: {e.strerror}") from None
+    return Index.load(path) if saved else Index(Catalog.from_file(path))
+
+
+def _catalog(path: str) -> Catalog:
+    """The tools of a catalog or saved index file."""
+    index = open_index(path)
+    return Catalog(index.tool(i) for i in range(len(index)))
+
+
 def search(args: argparse.Namespace) -> int:
-    """Select tools from a catalog file for one query."""
-    index = Index(Catalog.from_file(args.catalog))
-    sel = index.select(args.query, args.caller, args.budget, k=args.k)
+    """Select tools from a catalog or index file for one query."""
+    index = open_index(args.catalog)
+    group = args.group or None
+    sel = index.select(args.query, args.caller, args.budget, k=args.k, group=group, groups=args.groups)
     if args.format == "names":
         for name in sel.names:
             print(name)
@@ -124,6 +155,15 @@ def search(args: argparse.Namespace) -> int:
     return 0
 
 
+def build_index(args: argparse.Namespace) -> int:
+    """Index a catalog file and save the index, for ``search``, ``eval`` or ``Index.load``."""
+    index = Index(Catalog.from_file(args.catalog), statistics=args.statistics)
+    index.save(args.output)
+    size = Path(args.output).stat().st_size
+    print(f"{args.output}: {len(index):,} tools, {size:,} bytes", file=sys.stderr)
+    return 0
+
+
 def evaluate(args: argparse.Namespace) -> int:
     """Score toolsift and the baselines on a labelled dataset."""
     from . import eval as ev
@@ -131,7 +171,7 @@ def evaluate(args: argparse.Namespace) -> int:
     if args.dataset == "bfcl":
         dataset = ev.load_bfcl()
     elif args.tools and args.queries:
-        dataset = ev.load_files(args.tools, args.queries)
+        dataset = ev.load_files(args.tools, args.queries, catalog=_catalog(args.tools))
     elif args.gateway_log:
         dataset = ev.load_gateway_log(args.gateway_log)
     else:
@@ -179,6 +219,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
+    parser.add_argument("--version", action="version", version=f"toolsift {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="index the ~18k AWS API operations in botocore and answer a few requests")
     d.add_argument("query", nargs="*", help="requests to answer (default: a few examples)")
@@ -187,17 +228,26 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--half", action="store_true", help="caller holds only every other service's permission")
     d.add_argument("--repeat", type=int, default=200, help="selections timed per request (default 200)")
     d.set_defaults(run=demo)
-    s = sub.add_parser("search", help="select tools from a catalog file (JSON or JSONL) for a query")
-    s.add_argument("catalog", help="catalog file: JSON or JSONL in toolsift, MCP, OpenAI or Anthropic shape")
+    s = sub.add_parser("search", help="select tools from a catalog or saved index file for a query")
+    s.add_argument(
+        "catalog", help="catalog file (JSON or JSONL in toolsift, MCP, OpenAI or Anthropic shape) or saved index"
+    )
     s.add_argument("query")
     s.add_argument("--caller", action="append", default=[], metavar="PERM", help="a permission the caller holds")
     s.add_argument("--budget", type=int, default=None, help="token budget (default: unlimited)")
     s.add_argument("-k", type=int, default=10, help="most tools selected (default 10)")
     s.add_argument("--format", choices=("names", "openai", "anthropic", "mcp"), default="names")
+    s.add_argument("--group", action="append", default=[], metavar="GROUP", help="only tools of this group")
+    s.add_argument("--groups", type=int, default=None, metavar="N", help="hierarchical: the N best groups first")
     s.set_defaults(run=search)
+    b = sub.add_parser("index", help="index a catalog file and save the index (loads in milliseconds)")
+    b.add_argument("catalog", help="catalog file: JSON or JSONL in toolsift, MCP, OpenAI or Anthropic shape")
+    b.add_argument("-o", "--output", required=True, help="index file to write (atomically)")
+    b.add_argument("--statistics", choices=("shared", "caller"), default="shared", help="see Index(statistics=...)")
+    b.set_defaults(run=build_index)
     e = sub.add_parser("eval", help="score retrieval on a labelled dataset, with baselines side by side")
     e.add_argument("--dataset", choices=("bfcl",), help="a public benchmark (downloaded once into the cache)")
-    e.add_argument("--tools", help="catalog file (with --queries)")
+    e.add_argument("--tools", help="catalog or saved index file (with --queries)")
     e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?}')
     e.add_argument("--gateway-log", metavar="FILE", help="a gateway's JSONL log: searches labelled by the calls after")
     systems = ("toolsift", "bm25s", "rank_bm25", "dense", "hybrid")

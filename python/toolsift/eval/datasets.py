@@ -74,9 +74,10 @@ class Dataset:
         return list(dict.fromkeys(q.category for q in self.queries))
 
 
-def load_files(tools: str | Path, queries: str | Path) -> Dataset:
-    """A dataset from a catalog file and a queries JSONL file."""
-    catalog = Catalog.from_file(tools)
+def load_files(tools: str | Path, queries: str | Path, *, catalog: Catalog | None = None) -> Dataset:
+    """A dataset from a catalog file and a queries JSONL file (``catalog``: the tools, already
+    read from ``tools``, for example from a saved index)."""
+    catalog = Catalog.from_file(tools) if catalog is None else catalog
     out = []
     for n, row in json_lines(Path(queries).read_text(encoding="utf-8"), queries):
         try:
