@@ -1,5 +1,6 @@
-"""Static checks that guard the public surface: the hand-written stub matches the binary, and the
-Python sources pass ruff."""
+"""Static checks, run by CI with the tests: the hand-written stub matches the binary, the Python
+sources pass ruff, ruff format and mypy --strict, the Rust sources cargo fmt and clippy with
+warnings as errors."""
 
 from __future__ import annotations
 
@@ -25,3 +26,29 @@ def test_core_stub_matches_the_compiled_module() -> None:
 def test_python_sources_pass_ruff() -> None:
     run = subprocess.run(["ruff", "check", "python", "tests", "benches"], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
+def test_python_sources_are_formatted() -> None:
+    run = _run(["ruff", "format", "--check", "python", "tests", "benches", "_build"])
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_package_passes_mypy_strict() -> None:
+    pytest.importorskip("mypy")
+    run = _run([sys.executable, "-m", "mypy", "python"])
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_rust_sources_are_formatted() -> None:
+    run = _run(["cargo", "fmt", "--check"])
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_clippy_finds_nothing() -> None:
+    run = _run(["cargo", "clippy", "--all-features", "--all-targets", "--", "-D", "warnings"])
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
