@@ -87,26 +87,37 @@ def demo(args: argparse.Namespace) -> int:
     rows = []
     for query in args.query or DEMO_QUERIES:
         sel, us = _timed(functools.partial(index.select, query, caller, args.budget, k=args.k), args.repeat)
-        rows.append((query, sel, us))
+        rows.append((query, _best_first(index, query, caller, sel), sel.tokens, us))
     _print_demo(rows)
     return 0
 
 
-def _print_demo(rows: list[tuple[str, Any, float]]) -> None:
+def _best_first(index: Index, query: str, caller: Sequence[str], sel: Any) -> list[tuple[str, float]]:
+    """The selected tools best first, with their scores, for a person to read (the selection
+    itself is in registry order, which is what keeps a prompt's prefix stable)."""
+    chosen = set(sel.names)
+    hits = index.search(query, k=max(len(index), 1), caller=caller) if chosen else []
+    ranked = [(h.tool.name, h.score) for h in hits if h.tool.name in chosen]
+    return ranked + [(n, 0.0) for n in sel.names if n not in {r for r, _ in ranked}]  # core tools
+
+
+def _print_demo(rows: list[tuple[str, list[tuple[str, float]], int, float]]) -> None:
     console = _console()
     if console is None:
-        for query, sel, us in rows:
-            print(f"{query!r}: {', '.join(sel.names) or '-'}  [{sel.tokens} tokens, {us:.0f} µs]")
+        for query, ranked, tokens, us in rows:
+            picks = ", ".join(f"{name} ({score:.1f})" for name, score in ranked) or "-"
+            print(f"{query!r}: {picks}  [{tokens} tokens, {us:.0f} µs]")
         return
     from rich.table import Table
 
-    table = Table(title="toolsift demo: selected tools (registry order)", show_lines=True)
+    table = Table(title="toolsift demo: selected tools, best first (score)", show_lines=True)
     table.add_column("query", ratio=1)
     table.add_column("selected tools", ratio=2, overflow="fold")
     table.add_column("tokens", justify="right")
     table.add_column("select µs", justify="right")
-    for query, sel, us in rows:
-        table.add_row(query, "\n".join(sel.names) or "-", str(sel.tokens), f"{us:.0f}")
+    for query, ranked, tokens, us in rows:
+        picks = "\n".join(f"{name}  {score:.1f}" for name, score in ranked) or "-"
+        table.add_row(query, picks, str(tokens), f"{us:.0f}")
     console.print(table)
 
 
