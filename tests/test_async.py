@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import toolsift as ts
-from toolsift.tiers import MissingHandlerError
+from toolsift.errors import MissingHandlerError
 
 TOOLS = [
     ts.Tool("search_help", "Search the help center", core=True),

@@ -128,3 +128,17 @@ __all__ = [
     "ToolsiftError",
     "UnknownToolError",
 ]
+
+
+class MissingHandlerError(ToolsiftError, LookupError):
+    """The tool exists and the caller may use it, but the toolbox has no handler to run it."""
+
+
+class UpstreamError(ToolsiftError, RuntimeError):
+    """A gateway call could not be completed by the upstream server (down, timed out, crashed,
+    bad reply). ``server`` names the upstream, ``reason`` is ``"unavailable"``, ``"timeout"`` or
+    ``"error"``."""
+
+    def __init__(self, server: str, reason: str, message: str) -> None:
+        self.server, self.reason = server, reason
+        super().__init__(message)

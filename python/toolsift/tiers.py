@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
-from .errors import InvalidParameterError, InvalidToolError, ToolsiftError, UnknownToolError
+from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
 from .index import Caller, Index, _caller
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier, default_group
 from .query import Query
@@ -63,10 +63,6 @@ class ToolTierOptions:
     def budget(self) -> int:
         """The effective budget in tokens."""
         return self.budget_tokens or self.context_window // 20
-
-
-class MissingHandlerError(ToolsiftError, LookupError):
-    """The tool exists and the caller may use it, but the toolbox has no handler to run it."""
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ..errors import InvalidParameterError, ToolsiftError, UnknownToolError
+from ..errors import InvalidParameterError, ToolsiftError, UnknownToolError, UpstreamError
 from ..index import Index
 from ..plan import CALL, SEARCH
 from ..registry import Catalog, Tool
 from ..tiers import Toolbox, ToolTierOptions
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
-from .upstream import Upstream, UpstreamError
+from .upstream import Upstream
 
 log = logging.getLogger("toolsift.gateway")
 

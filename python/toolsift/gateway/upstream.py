@@ -29,6 +29,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ..errors import UpstreamError
 from .config import ServerConfig
 
 log = logging.getLogger("toolsift.gateway")
@@ -41,14 +42,6 @@ CONNECT_TIMEOUT = 30.0  # connecting and the initialize handshake
 BACKOFF_START, BACKOFF_MAX = 0.25, 30.0
 
 ToolsCallback = Callable[[str, list[types.Tool]], Awaitable[None]]
-
-
-class UpstreamError(Exception):
-    """A call could not be completed by the upstream (down, timed out, crashed, bad reply)."""
-
-    def __init__(self, server: str, reason: str, message: str) -> None:
-        self.server, self.reason = server, reason
-        super().__init__(message)
 
 
 class Upstream:
