@@ -23,7 +23,8 @@ def without_rust() -> dict[str, str]:
         for p in os.environ.get("PATH", "").split(os.pathsep)
         if p and not any((Path(p) / x).exists() for x in ("cargo", "rustc"))
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CARGO", "RUSTUP", "MATURIN", "TOOLSIFT"))}
+    skip = ("CARGO", "RUSTUP", "MATURIN", "TOOLSIFT", "PYTHONPATH", "VIRTUAL_ENV")  # a checkout on PYTHONPATH
+    env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}  # would shadow the wheel
     env["PATH"] = os.pathsep.join(folders)
     # the interpreter itself must stay reachable
     assert shutil.which("cargo", path=env["PATH"]) is None

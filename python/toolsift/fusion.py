@@ -1,17 +1,21 @@
 """Fusion of the lexical and dense rankings, and the rerank hook.
 
-:func:`fuse` is a convex combination of max-normalised scores: each side's scores are divided by
-that side's best score (cosines below zero count as zero), a tool missing from one side scores 0
-there, and ``alpha`` weighs the lexical side. On the BFCL dev set this is at least as good as the
-better input on every category at ``alpha = 0.65`` (at 0.5 the dense side drags down the long,
-multi-request queries of one category), where reciprocal rank fusion loses to BM25 on some (see
-README, Evaluation). Ties break by registry position.
+:func:`fuse` is a convex combination of standardised scores: each side's scores over its top
+``depth`` become z-scores (minus that side's mean, over its standard deviation), a tool missing
+from one side's top counts as that side's lowest z-score (it ranked no better than the last one
+shown, not infinitely worse), and ``alpha`` weighs the lexical side. Standardising makes the rule
+blind to each side's scale and offset: a BM25 score of 12 and a cosine of 0.4 enter on the
+spread of their own side. The earlier rule (:func:`fuse_max`: divide by the best score, a
+missing tool scores 0) pulled a tool found by one side only far down. Ties break by registry
+position. ``python benches/fusion.py`` compares the rules on BFCL on identical inputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from .index import Hit
@@ -23,7 +27,26 @@ Ranking = Sequence[tuple[int, float]]
 Reranker = Callable[["Query", list["Hit"]], Sequence["Hit"]]
 """``rerank(query, hits) -> hits`` reorders (or drops) the top hits; it cannot add tools."""
 
-DEFAULT_ALPHA = 0.65
+DEFAULT_ALPHA = 0.7
+
+
+def _standardised(ranking: Ranking) -> tuple[dict[int, float], float]:
+    """Each tool's z-score within ``ranking``, and the lowest (a side whose scores are all equal,
+    or that has one tool, says nothing about order: every z-score is 0)."""
+    if not ranking:
+        return {}, 0.0
+    scores = np.array([s for _, s in ranking], dtype=np.float64)
+    spread = float(scores.std())
+    z = (scores - scores.mean()) / spread if spread > 1e-12 * max(1.0, float(np.abs(scores).max())) else scores * 0
+    return dict(zip((p for p, _ in ranking), z.tolist(), strict=True)), float(z.min())
+
+
+def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
+    """One ranking from a lexical and a dense one: ``alpha · z_lexical + (1 - alpha) · z_dense``,
+    a tool missing from a side at that side's lowest z-score."""
+    (a, a_low), (b, b_low) = _standardised(lexical), _standardised(dense)
+    scores = {p: alpha * a.get(p, a_low) + (1 - alpha) * b.get(p, b_low) for p in a.keys() | b.keys()}
+    return sorted(scores.items(), key=lambda ps: (-ps[1], ps[0]))
 
 
 def _normalised(ranking: Ranking) -> dict[int, float]:
@@ -33,8 +56,9 @@ def _normalised(ranking: Ranking) -> dict[int, float]:
     return {p: max(s, 0.0) / best for p, s in ranking}
 
 
-def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
-    """One ranking from a lexical and a dense one: ``alpha · lexical + (1 - alpha) · dense``."""
+def fuse_max(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
+    """The earlier rule, for comparison: ``alpha · lexical / best + (1 - alpha) · dense / best``,
+    a tool missing from a side scoring 0 there (cosines below zero count as zero)."""
     a, b = _normalised(lexical), _normalised(dense)
     scores = {p: alpha * a.get(p, 0.0) + (1 - alpha) * b.get(p, 0.0) for p in a.keys() | b.keys()}
     return sorted(scores.items(), key=lambda ps: (-ps[1], ps[0]))
