@@ -1,0 +1,262 @@
+"""toolsift in front of an MCP server's own tools, in process (the official SDK, ``mcp>=2.3``).
+
+:func:`front` wraps the ``tools/list`` and ``tools/call`` handlers of a low-level
+``mcp.server.Server`` or of an ``mcp.server.mcpserver.MCPServer``: each request's caller (see
+``caller``) then lists only the pinned tools it may use plus ``tool_search`` and ``call_tool``
+(the tools array of a :class:`~toolsift.Toolbox` with tiers). ``tool_search`` answers with
+``structuredContent`` ``{"tools": [...]}`` that matches its declared ``outputSchema``: each found
+tool as the server itself lists it (``name``, ``title``, ``description``, ``inputSchema``,
+``outputSchema``, ``annotations``). ``call_tool`` and a call by name re-check the caller's
+permission and then run the server's own handler; a tool the caller may not use gives exactly
+the error a missing one does (``Unknown tool: name``) and never runs.
+
+The server's listing is read through its own handler on every request (all pages), and the
+index is rebuilt, off the event loop, only when a tool's definition changed (by the gateway's
+digest), so tools the server adds or removes are served at once. Other methods pass through.
+
+Needs ``pip install 'toolsift[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from ..errors import InvalidParameterError, InvalidToolError, UnknownToolError
+from ..gateway.server import digest
+from ..index import Caller, Index, _caller
+from ..plan import CALL, SEARCH
+from ..registry import Catalog
+from ..tiers import Hooks, Toolbox, ToolTierOptions
+
+Context = ServerRequestContext[Any, Any]
+CallerOf = Callable[[Context], Caller | Awaitable[Caller]]
+#: What ``tool_search`` answers, as its ``outputSchema``.
+SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tools": {
+            "type": "array",
+            "description": "The tools found, as the server lists them; run one with call_tool.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "inputSchema": {"type": "object"},
+                    "outputSchema": {"type": "object"},
+                    "annotations": {"type": "object"},
+                },
+                "required": ["name", "inputSchema"],
+            },
+        }
+    },
+    "required": ["tools"],
+}
+_DEFINITION = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+#: Most pages of the server's own ``tools/list`` read per request (a cursor that never ends stops here).
+MAX_PAGES = 1000
+
+
+@dataclass
+class _Version:
+    """The server's tools at one listing: their digests, the index and one toolbox per caller."""
+
+    key: tuple[tuple[str, str], ...]
+    index: Index
+    listed: Mapping[str, types.Tool]
+    boxes: dict[tuple[str, ...], Toolbox] = field(default_factory=dict)
+
+
+class Front:
+    """The wrapper :func:`front` installs; see the module docstring. Its arguments are :func:`front`'s."""
+
+    def __init__(
+        self,
+        server: Any,
+        *,
+        caller: Caller | CallerOf,
+        permissions: Mapping[str, Any] | Callable[[str], Any] | None = None,
+        pinned: Sequence[str] = (),
+        budget_tokens: int = 0,
+        hooks: Hooks | None = None,
+        statistics: str = "shared",
+    ) -> None:
+        low = _lowlevel(server)
+        listing, calling = low.get_request_handler("tools/list"), low.get_request_handler("tools/call")
+        if listing is None or calling is None:
+            raise InvalidParameterError(
+                "the server has no tools/list or tools/call handler to put toolsift in front of"
+            )
+        if isinstance(getattr(listing.handler, "__self__", None), Front):
+            raise InvalidParameterError("toolsift is already in front of this server")
+        if not callable(caller):
+            _caller(caller)  # a bad fixed caller is refused now, not on the first request
+        self._list, self._call = listing, calling
+        self.caller, self.permissions, self.hooks = caller, permissions, hooks or Hooks()
+        self.tiers = ToolTierOptions(core=list(pinned), pinned=list(pinned), budget_tokens=budget_tokens)
+        self.statistics = statistics
+        self._version: _Version | None = None
+        low.add_request_handler("tools/list", types.PaginatedRequestParams, self._list_tools)
+        low.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
+        # The SDK's Mcp-Param header check runs before any handler, for every caller alike; with the
+        # server's own schemas it would answer a hidden tool differently from a missing one.
+        low.get_tool_input_schema = _no_schema
+
+    # -- the server's tools ----------------------------------------------------------------------
+    async def _listed(self, ctx: Context) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._list.handler(ctx, types.PaginatedRequestParams(cursor=cursor))
+            result = page if isinstance(page, types.ListToolsResult) else types.ListToolsResult.model_validate(page)
+            tools.extend(result.tools)
+            if not result.next_cursor or result.next_cursor == cursor:
+                break
+            cursor = result.next_cursor
+        return tools
+
+    async def current(self, ctx: Context) -> _Version:
+        """The index of the server's tools as listed now (rebuilt only when a definition changed)."""
+        tools = await self._listed(ctx)
+        key = tuple((t.name, digest(t)) for t in tools)
+        version = self._version
+        if version is None or version.key != key:
+            for reserved in (SEARCH, CALL):
+                if any(t.name == reserved for t in tools):
+                    raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=reserved, field="name")
+            catalog = Catalog.from_mcp(tools, permissions=self.permissions, core=self.tiers.pinned)
+            index = await anyio.to_thread.run_sync(lambda: Index(catalog, statistics=self.statistics))
+            version = self._version = _Version(key, index, {t.name: t for t in tools})
+        return version
+
+    async def caller_of(self, ctx: Context) -> tuple[str, ...]:
+        """The permissions of the request's caller."""
+        value = self.caller(ctx) if callable(self.caller) else self.caller
+        if inspect.isawaitable(value):
+            value = await value
+        return _caller(value).names
+
+    async def _box(self, version: _Version, perms: tuple[str, ...]) -> Toolbox:
+        box = version.boxes.get(perms)
+        if box is None:  # the plan is built once per caller and version, off the event loop
+            box = Toolbox(version.index, tiers=self.tiers, caller=perms)
+            await anyio.to_thread.run_sync(box.plan)
+            version.boxes[perms] = box
+        return box
+
+    # -- the handlers ----------------------------------------------------------------------------
+    async def _list_tools(self, ctx: Context, params: types.PaginatedRequestParams) -> types.ListToolsResult:
+        version = await self.current(ctx)
+        box = await self._box(version, await self.caller_of(ctx))
+        tools = []
+        for entry in box.tools("mcp"):
+            if entry["name"] == SEARCH:
+                tools.append(types.Tool.model_validate({**entry, "outputSchema": SEARCH_OUTPUT_SCHEMA}))
+            elif entry["name"] == CALL:
+                tools.append(types.Tool.model_validate(entry))
+            else:  # a pinned tool, exactly as the server lists it
+                tools.append(version.listed[entry["name"]])
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> Any:
+        version, perms = await self.current(ctx), await self.caller_of(ctx)
+        name, arguments = params.name, dict(params.arguments or {})
+        if name == SEARCH:
+            return await self._search(version, perms, arguments)
+        target = arguments.get("name") if name == CALL else name
+
+        async def forward(inner: Mapping[str, Any]) -> Any:
+            return await self._call.handler(ctx, params.model_copy(update={"name": target, "arguments": dict(inner)}))
+
+        handlers = {target: forward} if isinstance(target, str) else {}
+        box = Toolbox(version.index, tiers=self.tiers, caller=perms, handlers=handlers, hooks=self.hooks)
+        try:
+            return await box.acall(name, arguments)
+        except UnknownToolError:
+            return _error(f"Unknown tool: {target}")
+        except InvalidParameterError as e:
+            return _error(str(e))
+
+    async def _search(self, version: _Version, perms: tuple[str, ...], arguments: Mapping[str, Any]) -> Any:
+        box = await self._box(version, perms)
+        try:
+            text = await anyio.to_thread.run_sync(box.call, SEARCH, arguments)
+        except InvalidParameterError as e:
+            return _error(str(e))
+        found = {"tools": [definition(version.listed[d["name"]]) for d in json.loads(text)]}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(found, ensure_ascii=False))],
+            structured_content=found,
+        )
+
+
+def front(
+    server: Any,
+    *,
+    caller: Caller | CallerOf,
+    permissions: Mapping[str, Any] | Callable[[str], Any] | None = None,
+    pinned: Sequence[str] = (),
+    budget_tokens: int = 0,
+    hooks: Hooks | None = None,
+    statistics: str = "shared",
+) -> Front:
+    """Puts toolsift in front of ``server``'s own tools (a low-level ``Server`` or an ``MCPServer``).
+
+    Args:
+        server: The server; its ``tools/list`` and ``tools/call`` handlers are wrapped in place.
+        caller: The caller's permissions, fixed (a stdio server's one user), or
+            ``caller(ctx) -> permissions`` (sync or async) read from each request's
+            ``ServerRequestContext`` (its HTTP ``request`` headers, its ``session``...).
+        permissions: ``{tool name: permissions}`` or ``fn(name) -> permissions`` for the
+            server's tools; a tool without any is public.
+        pinned: Tools listed with their full definition (when the caller may use them).
+        budget_tokens: Budget of the tools array (0: ``context_window / 20``, as for tiers).
+        hooks: :class:`~toolsift.Hooks` around every real call (``before_tool`` may refuse it).
+        statistics: ``"shared"`` or ``"caller"`` (rank each caller with its own tools'
+            statistics), as for :class:`~toolsift.Index`.
+    """
+    return Front(
+        server,
+        caller=caller,
+        permissions=permissions,
+        pinned=pinned,
+        budget_tokens=budget_tokens,
+        hooks=hooks,
+        statistics=statistics,
+    )
+
+
+def definition(tool: types.Tool) -> dict[str, Any]:
+    """A tool as ``tool_search`` returns it: the server's own wire form (``inputSchema``...)."""
+    data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return {k: data[k] for k in _DEFINITION if k in data}
+
+
+def _lowlevel(server: Any) -> Server[Any]:
+    if isinstance(server, Server):
+        return server
+    low = getattr(server, "_lowlevel_server", None)  # MCPServer's own Server (no public accessor in mcp 2.3)
+    if isinstance(low, Server):
+        return low
+    raise InvalidParameterError(f"server must be an mcp Server or MCPServer, not {type(server).__name__}")
+
+
+def _no_schema(name: str) -> Mapping[str, Any] | None:
+    return None
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+__all__ = ["SEARCH_OUTPUT_SCHEMA", "Front", "definition", "front"]

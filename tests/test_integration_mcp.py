@@ -1,0 +1,264 @@
+"""toolsift in front of an in-process MCP server, driven by the official SDK's own client (both
+its handshake-era and its 2026 per-request paths): no network, no LLM."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+import jsonschema
+import mcp_types as types
+from mcp.client import Client
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+
+import toolsift as ts
+from toolsift.errors import InvalidParameterError, InvalidToolError
+from toolsift.integrations.mcp import SEARCH_OUTPUT_SCHEMA, front
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+MODES = ["legacy", "auto"]
+PERMISSIONS = {"order_status": "orders.read", "issue_refund": "billing.refund"}
+
+
+def shop(ran: list[str]) -> MCPServer:
+    server = MCPServer("shop")
+
+    @server.tool()
+    def order_status(order_id: str) -> str:
+        """Get the shipping status of an order."""
+        ran.append(f"order_status {order_id}")
+        return f"order {order_id} shipped"
+
+    @server.tool()
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund a customer order payment."""
+        ran.append(f"issue_refund {order_id}")
+        return "refunded"
+
+    @server.tool()
+    def refund_policy() -> str:
+        """Explain the refund policy to the customer."""
+        return "30 days"
+
+    return server
+
+
+def run(server: Any, mode: str, session: Callable[[Client], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        async with Client(server, mode=mode, cache=None) as client:
+            return await session(client)
+
+    return anyio.run(main)
+
+
+def text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_clients_see_only_the_meta_tools_and_search_returns_declared_structured_content(mode: str) -> None:
+    server = shop([])
+    front(server, caller={"orders.read"}, permissions=PERMISSIONS)
+
+    async def session(client: Client) -> tuple[list[types.Tool], types.CallToolResult]:
+        listed = await client.list_tools()
+        return listed.tools, await client.call_tool("tool_search", {"query": "refund the order payment status"})
+
+    tools, found = run(server, mode, session)
+    assert [t.name for t in tools] == ["tool_search", "call_tool"]
+    assert tools[0].output_schema == SEARCH_OUTPUT_SCHEMA
+    assert "issue_refund" not in str([t.model_dump() for t in tools])  # not even in a description
+    assert not found.is_error
+    structured = found.structured_content
+    assert structured is not None
+    jsonschema.validate(structured, SEARCH_OUTPUT_SCHEMA)
+    assert [t["name"] for t in structured["tools"]] == ["order_status", "refund_policy"]
+    status = structured["tools"][0]
+    assert status["inputSchema"]["properties"]["order_id"]["type"] == "string"  # MCP naming, as served
+    assert status["outputSchema"]["properties"]["result"]["type"] == "string"
+    assert "parameters" not in status
+    assert json.loads(text(found)) == structured  # the same, as text, for clients without structured content
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hidden_tool_fails_like_a_missing_one_through_call_tool_and_by_name(mode: str) -> None:
+    ran: list[str] = []
+    server = shop(ran)
+    front(server, caller={"orders.read"}, permissions=PERMISSIONS)
+
+    async def session(client: Client) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool("call_tool", {"name": "order_status", "arguments": {"order_id": "A7"}}),
+            await client.call_tool("call_tool", {"name": "issue_refund", "arguments": {"order_id": "A7", "amount": 5}}),
+            await client.call_tool("issue_refund", {"order_id": "A7", "amount": 5}),
+            await client.call_tool("call_tool", {"name": "no_such_tool", "arguments": {}}),
+            await client.call_tool("no_such_tool", {}),
+            await client.call_tool("order_status", {"order_id": "B2"}),
+        ]
+
+    ok, hidden, hidden_by_name, missing, missing_by_name, by_name = run(server, mode, session)
+    assert not ok.is_error and text(ok) == "order A7 shipped"
+    assert (hidden.is_error, text(hidden)) == (True, "Unknown tool: issue_refund")
+    assert (hidden_by_name.is_error, text(hidden_by_name)) == (True, "Unknown tool: issue_refund")
+    assert (missing.is_error, text(missing)) == (True, "Unknown tool: no_such_tool")
+    assert (missing_by_name.is_error, text(missing_by_name)) == (True, "Unknown tool: no_such_tool")
+    assert text(by_name) == "order B2 shipped"  # a tool the caller may use is callable by name too
+    assert ran == ["order_status A7", "order_status B2"]
+
+
+def lowlevel(pages: list[list[types.Tool]], ran: list[str]) -> Server[Any]:
+    """A low-level server that lists its tools over several pages."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        following = str(page + 1) if page + 1 < len(pages) else None
+        return types.ListToolsResult(tools=pages[page], next_cursor=following)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        ran.append(params.name)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"ran {params.name}")])
+
+    return Server("files", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def tool(name: str, description: str, **extra: Any) -> types.Tool:
+    return types.Tool(name=name, description=description, input_schema={"type": "object", "properties": {}}, **extra)
+
+
+def test_a_lowlevel_server_is_read_over_all_its_pages_and_each_request_names_its_caller() -> None:
+    ran: list[str] = []
+    pages = [
+        [tool("read_file", "Read a text file", title="Read")],
+        [tool("delete_file", "Delete a file from disk"), tool("list_dir", "List the files of a directory")],
+    ]
+    server = lowlevel(pages, ran)
+    current: dict[str, Any] = {"caller": ["files"]}
+
+    async def caller(ctx: Any) -> Any:
+        assert ctx.method in ("tools/list", "tools/call")
+        return current["caller"]
+
+    permissions = {"read_file": "files", "list_dir": "files", "delete_file": ["files", "admin"]}
+    front(server, caller=caller, permissions=permissions, pinned=["read_file", "delete_file"])
+
+    async def session(client: Client) -> list[Any]:
+        out: list[Any] = [await client.list_tools()]
+        out.append(await client.call_tool("call_tool", {"name": "delete_file", "arguments": {}}))
+        current["caller"] = ["files", "admin"]
+        out.append(await client.list_tools())
+        out.append(await client.call_tool("tool_search", {"query": "delete a file"}))
+        out.append(await client.call_tool("call_tool", {"name": "delete_file", "arguments": {}}))
+        return out
+
+    reader, refused, admin, found, deleted = run(server, "legacy", session)
+    assert [t.name for t in reader.tools] == ["read_file", "tool_search", "call_tool"]
+    assert reader.tools[0].title == "Read"  # a pinned tool goes out as the server defines it
+    assert "list_dir" in (reader.tools[1].description or "") and "delete_file" not in (
+        reader.tools[1].description or ""
+    )
+    assert text(refused) == "Unknown tool: delete_file"
+    assert [t.name for t in admin.tools] == ["delete_file", "read_file", "tool_search", "call_tool"]
+    assert found.structured_content["tools"][0]["name"] == "delete_file"
+    assert text(deleted) == "ran delete_file"
+    assert ran == ["delete_file"]
+
+
+def test_tools_the_server_adds_later_are_found_and_hooks_see_the_real_tool() -> None:
+    ran: list[str] = []
+    server = shop(ran)
+    events: list[ts.ToolEvent] = []
+    front(server, caller=("orders.read",), permissions=PERMISSIONS, hooks=ts.Hooks(before_tool=events.append))
+
+    async def session(client: Client) -> list[types.CallToolResult]:
+        before = await client.call_tool("tool_search", {"query": "weather forecast"})
+
+        def weather(city: str) -> str:
+            """Weather forecast for a city."""
+            return f"sunny in {city}"
+
+        server.add_tool(weather)
+        after = await client.call_tool("tool_search", {"query": "weather forecast"})
+        called = await client.call_tool("call_tool", {"name": "weather", "arguments": {"city": "Oslo"}})
+        return [before, after, called]
+
+    before, after, called = run(server, "auto", session)
+    assert before.structured_content == {"tools": []}
+    assert [t["name"] for t in after.structured_content["tools"]] == ["weather"]
+    assert text(called) == "sunny in Oslo"
+    assert [(e.name, dict(e.arguments), e.via, e.caller) for e in events] == [
+        ("weather", {"city": "Oslo"}, "call_tool", ("orders.read",))
+    ]
+
+
+def test_bad_requests_and_bad_setups_name_what_is_wrong() -> None:
+    server = shop([])
+    front(server, caller=None, permissions=PERMISSIONS)
+
+    async def session(client: Client) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool("tool_search", {"query": "refund", "limit": -1}),
+            await client.call_tool("call_tool", {"name": 7, "arguments": {}}),
+        ]
+
+    bad_limit, bad_name = run(server, "legacy", session)
+    assert bad_limit.is_error and "limit" in text(bad_limit)
+    assert bad_name.is_error and "call_tool needs a string 'name'" in text(bad_name)
+    with pytest.raises(InvalidParameterError, match="mapping"):
+        front(shop([]), caller={"orders.read": True})  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="MCPServer"):
+        front(object(), caller=None)
+    with pytest.raises(InvalidParameterError, match="no tools/list"):
+        front(Server("empty"), caller=None)
+    with pytest.raises(InvalidParameterError, match="already in front"):
+        front(server, caller=None)
+
+
+def test_a_server_tool_named_like_a_meta_tool_is_refused_by_name() -> None:
+    server = MCPServer("clash")
+
+    @server.tool()
+    def tool_search(query: str) -> str:
+        """A tool of the same name as toolsift's."""
+        return query
+
+    fronted = front(server, caller=None)
+
+    async def main() -> None:
+        async with Client(server, mode="legacy", cache=None) as client:
+            with pytest.raises(MCPError, match="tool_search"):
+                await client.list_tools()
+            ctx: Any = None
+            with pytest.raises(InvalidToolError) as info:
+                await fronted.current(ctx)
+            assert (info.value.tool, info.value.field) == ("tool_search", "name")
+
+    anyio.run(main)
+
+
+def test_readme_mcp_example_runs() -> None:
+    section = (
+        README.read_text(encoding="utf-8").split("### MCP servers", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    )
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block and len(block.group(1).strip().splitlines()) <= 15
+    namespace: dict[str, Any] = {}
+    exec(compile(block.group(1), str(README), "exec"), namespace)
+
+    async def session(client: Client) -> tuple[list[str], str]:
+        listed = await client.list_tools()
+        refused = await client.call_tool("call_tool", {"name": "issue_refund", "arguments": {"order_id": "7"}})
+        return [t.name for t in listed.tools], text(refused)
+
+    assert run(namespace["server"], "auto", session) == (["tool_search", "call_tool"], "Unknown tool: issue_refund")
