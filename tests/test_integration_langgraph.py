@@ -208,6 +208,27 @@ def test_a_converted_tool_rechecks_the_caller_when_invoked_directly() -> None:
     assert [t.name for t in toolset.tools(caller_config(None))] == ["search_help", "refund_policy"]
 
 
+def test_the_guarded_tool_node_runs_other_langchain_tools_as_they_are() -> None:
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    @tool
+    def clock() -> str:
+        """The time of day."""
+        return "noon"
+
+    toolset = Toolset(shop(), Ran().handlers())
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", toolset.tool_node([toolset.tool("issue_refund"), clock]))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    message = AIMessage("", tool_calls=[call("clock", "t1"), call("issue_refund", "f1")])
+    out = graph.compile().invoke({"messages": [message]}, config=caller_config({"orders.read"}))
+    results = tool_messages(out["messages"])
+    assert results["t1"].content == "noon"
+    assert results["f1"].content == "unknown tool 'issue_refund'"
+
+
 def test_conversion_keeps_the_json_schema_and_the_description() -> None:
     toolset = Toolset(shop())
     tool = toolset.tool("order_status")
