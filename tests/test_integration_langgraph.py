@@ -299,3 +299,13 @@ def test_readme_langgraph_example_runs() -> None:
     namespace: dict[str, Any] = {"model": model}
     exec(compile(block.group(1), str(README), "exec"), namespace)
     assert namespace["result"]["messages"][-1].content == "Shipped."
+
+
+def test_without_the_extra_the_import_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langchain_core.messages", None)
+    monkeypatch.delitem(sys.modules, "toolsift.integrations.langgraph")
+    with pytest.raises(ImportError, match=re.escape("pip install 'toolsift[langgraph]'")):
+        importlib.import_module("toolsift.integrations.langgraph")

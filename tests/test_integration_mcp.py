@@ -262,3 +262,13 @@ def test_readme_mcp_example_runs() -> None:
         return [t.name for t in listed.tools], text(refused)
 
     assert run(namespace["server"], "auto", session) == (["tool_search", "call_tool"], "Unknown tool: issue_refund")
+
+
+def test_without_the_extra_the_import_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mcp_types", None)
+    monkeypatch.delitem(sys.modules, "toolsift.integrations.mcp")
+    with pytest.raises(ImportError, match=re.escape("pip install 'toolsift[mcp]'")):
+        importlib.import_module("toolsift.integrations.mcp")

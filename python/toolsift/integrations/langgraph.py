@@ -19,14 +19,17 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langgraph.constants import END
-from langgraph.graph import StateGraph
-from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Send
+try:
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
+    from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
+    from langchain_core.tools import BaseTool, StructuredTool, ToolException
+    from langgraph.constants import END
+    from langgraph.graph import StateGraph
+    from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Send
+except ImportError as e:  # pragma: no cover - without the extra
+    raise ImportError(f"{__name__} needs LangGraph: pip install 'toolsift[langgraph]' ({e})") from e
 
 from ..errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from ..index import Caller, Index, _caller

@@ -25,10 +25,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-import mcp_types as types
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+try:
+    import anyio
+    import mcp_types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+except ImportError as e:  # pragma: no cover - without the extra
+    raise ImportError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
 
 from ..errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from ..gateway.server import digest
