@@ -175,6 +175,22 @@ def test_a_lowlevel_server_is_read_over_all_its_pages_and_each_request_names_its
     assert ran == ["delete_file"]
 
 
+def test_a_definition_change_that_is_not_indexed_is_still_served_as_the_server_lists_it() -> None:
+    pages = [[tool("read_file", "Read a text file")]]
+    server = lowlevel(pages, [])
+    front(server, caller=None)
+
+    async def session(client: Client) -> list[types.CallToolResult]:
+        before = await client.call_tool("tool_search", {"query": "read file"})
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+        pages[0] = [tool("read_file", "Read a text file", output_schema=schema)]
+        return [before, await client.call_tool("tool_search", {"query": "read file"})]
+
+    before, after = run(server, "auto", session)
+    assert "outputSchema" not in before.structured_content["tools"][0]
+    assert after.structured_content["tools"][0]["outputSchema"]["properties"] == {"text": {"type": "string"}}
+
+
 def test_tools_the_server_adds_later_are_found_and_hooks_see_the_real_tool() -> None:
     ran: list[str] = []
     server = shop(ran)
@@ -221,6 +237,8 @@ def test_bad_requests_and_bad_setups_name_what_is_wrong() -> None:
         front(object(), caller=None)
     with pytest.raises(InvalidParameterError, match="no tools/list"):
         front(Server("empty"), caller=None)
+    with pytest.raises(InvalidParameterError, match="statistics"):
+        front(shop([]), caller=None, statistics="tenant")
     with pytest.raises(InvalidParameterError, match="already in front"):
         front(server, caller=None)
 

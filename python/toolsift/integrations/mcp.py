@@ -102,6 +102,8 @@ class Front:
             )
         if isinstance(getattr(listing.handler, "__self__", None), Front):
             raise InvalidParameterError("toolsift is already in front of this server")
+        if statistics not in ("shared", "caller"):
+            raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         if not callable(caller):
             _caller(caller)  # a bad fixed caller is refused now, not on the first request
         self._list, self._call = listing, calling
@@ -140,6 +142,8 @@ class Front:
             catalog = Catalog.from_mcp(tools, permissions=self.permissions, core=self.tiers.pinned)
             index = await anyio.to_thread.run_sync(lambda: Index(catalog, statistics=self.statistics))
             version = self._version = _Version(key, index, {t.name: t for t in tools})
+        else:  # the same tools to index; what is not indexed (outputSchema, _meta...) is served fresh
+            version.listed = {t.name: t for t in tools}
         return version
 
     async def caller_of(self, ctx: Context) -> tuple[str, ...]:
