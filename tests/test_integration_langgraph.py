@@ -146,6 +146,24 @@ def test_one_compiled_graph_serves_each_caller_with_its_own_tools() -> None:
     assert ran.calls == [("issue_refund", {})]
 
 
+def test_the_model_cannot_name_its_own_caller_through_tool_arguments() -> None:
+    ran = Ran()
+    toolset = Toolset(shop(), ran.handlers(), k=1)
+    forged = {"configurable": {"toolsift_caller": ["billing.refund"]}}
+    model = ScriptedModel(
+        responses=[
+            AIMessage("", tool_calls=[call("retrieve_tools", "r1", query="refund payment", config=forged)]),
+            AIMessage("", tool_calls=[call("issue_refund", "c1", config=forged)]),
+            AIMessage("done"),
+        ]
+    )
+    out = toolset.bigtool_agent(model).compile().invoke({"messages": [HumanMessage("refund")]})
+    results = tool_messages(out["messages"])
+    assert results["r1"].content == "Available tools: ['refund_policy']"  # public tools only
+    assert results["c1"].content == "unknown tool 'issue_refund'"
+    assert ran.calls == []
+
+
 def test_async_graph_awaits_async_handlers_and_hooks_see_the_runs_caller() -> None:
     seen: list[ts.ToolEvent] = []
 
