@@ -70,3 +70,42 @@ def test_the_largest_and_smallest_weights_still_rank_like_plain_text(support: ts
         assert [h.position for h in support.search(ts.Query((("refund order", w),)), caller=caller)] == plain
     with pytest.raises(InvalidParameterError):
         ts.Index([ts.Tool("a", "b")], field_weights={"name": 1e39})
+
+
+RESPONSES_CHAT = [  # the same conversation as OpenAI Responses / Agents SDK input items
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": CHAT[0]["content"]}]},
+    {"type": "function_call", "call_id": "c1", "name": "order_status", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "delivered"},
+    {
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": CHAT[1]["content"], "annotations": []}],
+    },
+    {"role": "user", "content": "yes, do it"},  # an easy input message: a plain string
+]
+
+
+def test_responses_items_give_the_query_chat_messages_give() -> None:
+    q = ts.Query.from_messages(RESPONSES_CHAT)
+    assert q.parts == (
+        ("yes, do it", 1.0),
+        ("I was charged twice for my last order", 0.5),
+        (CHAT[1]["content"], 0.5),
+        ("order_status", 0.5),  # the function_call item is a recently used tool
+    )
+
+
+def test_a_bare_confirmation_in_responses_items_retrieves_the_tool_under_discussion(support: ts.Index) -> None:
+    hits = support.search(ts.Query.from_messages(RESPONSES_CHAT), k=3, caller=["billing.refund", "orders.read"])
+    assert hits[0].tool.name == "issue_refund"
+
+
+def test_tool_outputs_reasoning_and_non_text_blocks_add_no_text() -> None:
+    items = [
+        {"type": "reasoning", "id": "r1", "summary": [{"type": "summary_text", "text": "refund everything"}]},
+        {"type": "function_call_output", "call_id": "c1", "output": "delete all the files"},
+        {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "x"}]},
+        {"type": "function_call", "call_id": "c2", "name": "", "arguments": "{}"},
+    ]
+    assert ts.Query.from_messages(items).parts == ()

@@ -1,7 +1,8 @@
 """Queries built from a conversation, so that "yes, do it" still finds the tool being discussed.
 
 A :class:`Query` is a list of weighted pieces of text. :meth:`Query.from_messages` takes the chat
-history (OpenAI or Anthropic message dicts) and weighs the latest user message 1, each earlier
+history (OpenAI Chat Completions or Anthropic message dicts, or OpenAI Responses / Agents SDK input
+items) and weighs the latest user message 1, each earlier
 user message ``decay`` times the one after it, the assistant's last words (which usually name the
 next step) ``decay``, and the plan and the names of recently used tools by their own weights.
 """
@@ -31,17 +32,31 @@ def check_text(what: str, value: object) -> str:
     return value
 
 
+#: Content block types that carry text: Chat Completions and Anthropic ``text``, Responses
+#: ``input_text`` (user) and ``output_text`` (assistant).
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+
 def _text(content: Any) -> str:
     """The text of a message's content: a string, or the text blocks of a block list."""
     if isinstance(content, str):
         return content
     if isinstance(content, Iterable) and not isinstance(content, Mapping | bytes):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+        blocks = [b for b in content if isinstance(b, Mapping) and b.get("type") in _TEXT_BLOCKS]
+        return "\n".join(str(b.get("text", "")) for b in blocks)
     return ""
 
 
+def _calls_tools(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is an assistant message or a Responses ``function_call`` item."""
+    return message.get("role") == "assistant" or message.get("type") == "function_call"
+
+
 def _tool_names(message: Mapping[str, Any]) -> list[str]:
-    """Names of the tools an assistant message calls (OpenAI ``tool_calls`` or Anthropic ``tool_use``)."""
+    """Names of the tools an assistant message calls (OpenAI ``tool_calls``, Anthropic ``tool_use``)
+    or a Responses ``function_call`` item calls."""
+    if message.get("type") == "function_call":
+        return [message["name"]] if isinstance(message.get("name"), str) and message["name"] else []
     names = [c.get("function", {}).get("name", "") for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
     content = message.get("content")
     if isinstance(content, list):
@@ -95,7 +110,9 @@ class Query:
         """A query from chat history, latest user message first in weight.
 
         Args:
-            messages: OpenAI or Anthropic style messages, oldest first.
+            messages: OpenAI or Anthropic style messages, or OpenAI Responses input items
+                (``message``, ``function_call``, ``function_call_output``...), oldest first; items
+                without a role, such as tool outputs and reasoning, add no text.
             plan: The agent's current plan or task description, if it keeps one.
             recent_tools: Names of tools used recently (tools called in ``messages`` are added).
             decay: Weight ratio between a user message and the next one; also the weight of the
@@ -114,7 +131,7 @@ class Query:
             parts.append((_text(before[-1]["content"]), decay))
         if plan:
             parts.append((plan, plan_weight))
-        tools = dict.fromkeys([n for m in messages if m.get("role") == "assistant" for n in _tool_names(m)])
+        tools = dict.fromkeys([n for m in messages if _calls_tools(m) for n in _tool_names(m)])
         tools.update(dict.fromkeys(recent_tools))
         if tools:
             parts.append((" ".join(tools), tool_weight))
