@@ -1,0 +1,188 @@
+"""OpenAI Agents SDK adapter (``pip install 'toolsift[openai-agents]'``): glue, not a second engine.
+
+- :func:`function_tool` / :func:`function_tools` turn toolsift tools into the SDK's
+  ``FunctionTool``; every invocation goes through :meth:`Toolbox.acall`, which re-checks the
+  caller's permission, unwraps ``call_tool`` and runs the hooks. The schema is passed as is
+  (``strict_json_schema=False``): the SDK's strict mode would make every optional argument of a
+  real-world schema required.
+- :class:`ToolsiftAgent` is an ``Agent`` whose tools are computed once per model call by the hook
+  the runner calls every turn, ``Agent.get_all_tools``: the toolbox's tools array (core tools,
+  then ``tool_search`` and ``call_tool``) followed by the tools ``tool_search`` has loaded in this
+  session, in the order they were first found. One list per turn, no ``is_enabled`` callback per
+  tool; tools the caller may not use are never converted.
+- :func:`select_tools` is selection mode: the tools for a conversation (OpenAI Responses /
+  Agents SDK input items, such as ``result.to_input_list()``), for ``agent.clone(tools=...)``.
+
+The caller is carried by the :class:`~toolsift.Toolbox` the tools are bound to (one per caller
+or session; ``agent.clone(toolbox=other)`` for another caller), never by a global.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import Agent, FunctionTool, RunContextWrapper, default_tool_error_function
+from agents.tool import Tool as AgentTool
+from agents.tool import ToolErrorFunction
+from agents.tool_context import ToolContext
+
+from ..errors import InvalidParameterError
+from ..plan import SEARCH
+from ..registry import Tool
+from ..tiers import Toolbox
+
+__all__ = ["ToolsiftAgent", "function_tool", "function_tools", "select_tools"]
+
+_UNSET: Any = object()
+
+
+def function_tool(
+    toolbox: Toolbox,
+    tool: str | Tool | Mapping[str, Any],
+    *,
+    failure_error_function: ToolErrorFunction | None = _UNSET,
+    on_result: Callable[[str, Any], None] | None = None,
+) -> FunctionTool:
+    """A ``FunctionTool`` that runs ``tool`` through ``toolbox.acall``.
+
+    Args:
+        toolbox: The caller's toolbox; it checks the permission again on every call.
+        tool: A tool name the caller may use, a :class:`~toolsift.Tool`, or an OpenAI ``tools``
+            entry (such as ``toolbox.tools()`` items, the meta-tools among them).
+        failure_error_function: Turns an error (a refused or unknown tool, bad arguments, a
+            handler that raised) into the text the model sees, as for the SDK's
+            ``@function_tool``; default ``agents.default_tool_error_function``; ``None`` raises.
+        on_result: Called with the tool's name and result after each successful call.
+
+    Raises:
+        UnknownToolError: ``tool`` is a name the caller may not use, or no tool's name.
+    """
+    name, description, parameters = _definition(toolbox, tool)
+    on_error = default_tool_error_function if failure_error_function is _UNSET else failure_error_function
+
+    async def invoke(ctx: ToolContext[Any], arguments: str) -> Any:
+        try:
+            result = await toolbox.acall(name, _arguments(name, arguments))
+        except Exception as error:
+            if on_error is None:
+                raise
+            message = on_error(ctx, error)
+            return await message if inspect.isawaitable(message) else message
+        if on_result is not None:
+            on_result(name, result)
+        return result
+
+    return FunctionTool(name, description, copy.deepcopy(parameters), invoke, strict_json_schema=False)
+
+
+def function_tools(
+    toolbox: Toolbox, tools: Iterable[str | Tool | Mapping[str, Any]] | None = None
+) -> list[FunctionTool]:
+    """:func:`function_tool` for each of ``tools``; by default the toolbox's tools array
+    (``toolbox.tools()``: core tools, then ``tool_search`` and ``call_tool`` with tiers; every tool
+    the caller may use without)."""
+    return [function_tool(toolbox, t) for t in (toolbox.tools() if tools is None else tools)]
+
+
+def select_tools(
+    toolbox: Toolbox,
+    items: Sequence[Mapping[str, Any]],
+    budget: int | None = None,
+    **options: Any,
+) -> list[FunctionTool]:
+    """Selection mode: the tools for a conversation, as ``FunctionTool``.
+
+    ``items`` are Responses input items (``result.to_input_list()`` plus the new user message) or
+    chat messages; ``budget`` (tokens) and ``options`` (``group``, ``groups``) are those of
+    :meth:`Toolbox.select`. Tools already called in the session stay in. Use it per user turn::
+
+        turn = agent.clone(tools=select_tools(box, history, budget=4000))
+        result = await Runner.run(turn, history)
+    """
+    return function_tools(toolbox, toolbox.select(items, budget, **options))
+
+
+@dataclass
+class ToolsiftAgent(Agent[Any]):
+    """An ``Agent`` whose toolsift tools are chosen per turn, and grow as ``tool_search`` loads tools.
+
+    Each model call sees the agent's own ``tools``, then the toolbox's tools array, then every tool
+    ``tool_search`` found in this session (first found first, so earlier turns' prefix holds), as
+    real function tools the model can call by name. ``load_found=False`` keeps the array fixed
+    (the model then runs found tools through ``call_tool``). State is per agent: clone it for
+    another session or caller (``agent.clone(toolbox=box)`` starts with nothing loaded).
+
+    Attributes:
+        toolbox: The caller's :class:`~toolsift.Toolbox` (required).
+        load_found: Whether tools found by ``tool_search`` join the next turns' tools.
+    """
+
+    toolbox: Toolbox | None = None
+    load_found: bool = True
+    loaded: list[str] = field(default_factory=list, init=False, repr=False)
+    """Names of the tools ``tool_search`` has loaded, first found first."""
+    _converted: dict[str, FunctionTool] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()  # type: ignore[no-untyped-call]  # the SDK's own checks
+        if not isinstance(self.toolbox, Toolbox):
+            kind = type(self.toolbox).__name__
+            raise InvalidParameterError(f"ToolsiftAgent needs toolbox=toolsift.Toolbox(...), not {kind}")
+
+    async def get_all_tools(self, run_context: RunContextWrapper[Any]) -> list[AgentTool]:
+        """The agent's own tools, then the toolbox's tools array, then the loaded tools."""
+        own = await super().get_all_tools(run_context)
+        box = self._box()
+        definitions = box.tools()
+        names = {d["function"]["name"] for d in definitions}
+        extra = [n for n in self.loaded if n not in names and box.index.allows(box.caller, n)]
+        return [*own, *(self._tool(d["function"]["name"], d) for d in definitions), *map(self._tool, extra)]
+
+    def _box(self) -> Toolbox:
+        assert isinstance(self.toolbox, Toolbox)  # checked in __post_init__
+        return self.toolbox
+
+    def _tool(self, name: str, definition: Mapping[str, Any] | None = None) -> FunctionTool:
+        if name not in self._converted:
+            on_result = self._load if name == SEARCH and self._box().tiers is not None else None
+            self._converted[name] = function_tool(self._box(), definition or name, on_result=on_result)
+        return self._converted[name]
+
+    def _load(self, _name: str, result: Any) -> None:
+        if not self.load_found:
+            return
+        for definition in json.loads(result):
+            if definition["name"] not in self.loaded:
+                self.loaded.append(definition["name"])
+
+
+def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """Name, description and parameters of a tool name, :class:`Tool` or OpenAI ``tools`` entry."""
+    if isinstance(tool, Mapping):
+        fn = tool.get("function", tool)
+        name, description, parameters = fn.get("name"), fn.get("description", ""), fn.get("parameters")
+        if not isinstance(name, str) or not isinstance(description, str) or not isinstance(parameters, Mapping):
+            raise InvalidParameterError("an OpenAI tools entry needs a string name and description, object parameters")
+        return name, description, dict(parameters)
+    if isinstance(tool, Tool):
+        tool = tool.name
+    if not isinstance(tool, str):
+        raise InvalidParameterError(f"a tool must be a name, a toolsift.Tool or a mapping, not {type(tool).__name__}")
+    found = toolbox.index.get(tool, toolbox.caller)  # UnknownToolError for a tool the caller may not use
+    return found.name, found.description, dict(found.parameters)
+
+
+def _arguments(name: str, arguments: str) -> dict[str, Any]:
+    """The model's JSON arguments as an object (empty text: no arguments)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError as e:
+        raise InvalidParameterError(f"the arguments of {name!r} are not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise InvalidParameterError(f"the arguments of {name!r} must be a JSON object, not {type(value).__name__}")
+    return value

@@ -1,0 +1,258 @@
+"""The OpenAI Agents SDK adapter, run end to end by the SDK's own Runner with its ScriptedModel."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+agents = pytest.importorskip("agents")
+
+from agents import Agent, FunctionTool, RunConfig, Runner  # noqa: E402
+from agents.exceptions import ModelBehaviorError, UserError  # noqa: E402
+from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
+
+import toolsift as ts  # noqa: E402
+from toolsift.errors import InvalidParameterError, UnknownToolError  # noqa: E402
+from toolsift.integrations.openai_agents import ToolsiftAgent, function_tool, function_tools, select_tools  # noqa: E402
+
+NO_TRACES = RunConfig(tracing_disabled=True)
+CATALOG = ts.Catalog(
+    [
+        ts.Tool("search_help", "Search the help center articles", core=True),
+        ts.Tool("order_status", "Get the shipping status of an order", permissions="orders.read"),
+        ts.Tool("issue_refund", "Refund a customer order payment", permissions="billing.refund"),
+        ts.Tool("refund_policy", "Explain the refund policy to the customer"),
+    ]
+)
+
+
+def toolbox(ran: list[str], caller: Any = ("orders.read",), tiers: bool = True) -> ts.Toolbox:
+    """A toolbox whose every handler records its tool's name in ``ran``."""
+    handlers = {t.name: (lambda args, n=t.name: ran.append(n) or f"{n} done") for t in CATALOG}
+    options = ts.ToolTierOptions(core=["search_help"]) if tiers else None
+    return ts.Toolbox(CATALOG, caller=caller, tiers=options, handlers=handlers)
+
+
+def names(call: Any) -> list[str]:
+    return [t.name for t in call.tools]
+
+
+def outputs(result: Any) -> dict[str, str]:
+    """``{call_id: output}`` of the run's function_call_output items."""
+    items = result.to_input_list()
+    return {i["call_id"]: i["output"] for i in items if i.get("type") == "function_call_output"}
+
+
+def test_tool_search_loads_the_found_tools_into_the_next_turns() -> None:
+    ran: list[str] = []
+    box = toolbox(ran)
+    model = ScriptedModel(
+        [
+            [function_call("tool_search", {"query": "shipping status of my order"}, call_id="s")],
+            [function_call("order_status", {"order": "A1"}, call_id="o")],
+            [assistant_message("It has shipped.")],
+        ]
+    )
+    agent = ToolsiftAgent(name="support", model=model, toolbox=box)
+    result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
+    assert result.final_output == "It has shipped."
+    assert names(model.calls[0]) == ["search_help", "tool_search", "call_tool"]  # the tiered tools array
+    assert names(model.calls[1]) == ["search_help", "tool_search", "call_tool", "order_status"]  # loaded
+    assert names(model.calls[2]) == names(model.calls[1])
+    assert [d["name"] for d in json.loads(outputs(result)["s"])] == ["order_status"]
+    assert ran == ["order_status"] and box.used == {"order_status": 1}
+    assert agent.loaded == ["order_status"]
+
+
+def test_load_found_false_keeps_the_tools_array_fixed_and_call_tool_still_runs_found_tools() -> None:
+    ran: list[str] = []
+    model = ScriptedModel(
+        [
+            [function_call("tool_search", {"query": "order status"}, call_id="s")],
+            [function_call("call_tool", {"name": "order_status", "arguments": {}}, call_id="c")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = ToolsiftAgent(name="support", model=model, toolbox=toolbox(ran), load_found=False)
+    result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
+    assert {tuple(names(c)) for c in model.calls} == {("search_help", "tool_search", "call_tool")}
+    assert outputs(result)["c"] == "order_status done" and ran == ["order_status"]
+
+
+def test_a_forbidden_tool_is_refused_on_every_path_and_never_shown() -> None:
+    ran: list[str] = []
+    model = ScriptedModel(
+        [
+            [function_call("tool_search", {"query": "select:issue_refund"}, call_id="s")],
+            [function_call("call_tool", {"name": "issue_refund", "arguments": {}}, call_id="c")],
+            [function_call("issue_refund", {}, call_id="d")],
+            [assistant_message("I cannot refund that.")],
+        ]
+    )
+    agent = ToolsiftAgent(name="support", model=model, toolbox=toolbox(ran))
+    run_config = RunConfig(tracing_disabled=True, tool_not_found_behavior="return_error_to_model")
+    result = Runner.run_sync(agent, "refund my order", run_config=run_config)
+    out = outputs(result)
+    assert out["s"] == "[]"  # not found, not loaded
+    assert "unknown tool 'issue_refund'" in out["c"]  # exactly what a missing tool gets
+    assert "not found" in out["d"]  # never converted, so the SDK has no such tool
+    assert ran == [] and agent.loaded == []
+    for call in model.calls:  # not in any tools array, description or schema sent to the model
+        sent = json.dumps([[t.name, t.description, t.params_json_schema] for t in call.tools])
+        assert "issue_refund" not in sent
+
+
+def test_a_converted_tool_rechecks_the_permission_when_the_model_calls_it() -> None:
+    ran: list[str] = []
+    box = toolbox(ran)
+    with pytest.raises(UnknownToolError) as forbidden:
+        function_tool(box, "issue_refund")
+    with pytest.raises(UnknownToolError) as missing:
+        function_tool(box, "no_such_tool")
+    assert str(forbidden.value) == str(missing.value).replace("no_such_tool", "issue_refund")
+    # a definition handed over by hand still runs through the toolbox, which refuses it
+    smuggled = function_tool(box, {"name": "issue_refund", "description": "Refund", "parameters": {"type": "object"}})
+    model = ScriptedModel([[function_call("issue_refund", {}, call_id="d")], [assistant_message("no")]])
+    result = Runner.run_sync(Agent(name="plain", model=model, tools=[smuggled]), "refund", run_config=NO_TRACES)
+    assert "unknown tool 'issue_refund'" in outputs(result)["d"] and ran == []
+
+
+def test_a_refusal_raises_when_the_failure_function_is_none() -> None:
+    ran: list[str] = []
+    strict = function_tool(
+        toolbox(ran), {"name": "issue_refund", "description": "", "parameters": {}}, failure_error_function=None
+    )
+    model = ScriptedModel([[function_call("issue_refund", {}, call_id="d")]])
+    with pytest.raises(UserError) as raised:  # the SDK wraps what a tool raises
+        Runner.run_sync(Agent(name="plain", model=model, tools=[strict]), "refund", run_config=NO_TRACES)
+    assert isinstance(raised.value.__cause__, UnknownToolError) and ran == []
+
+
+def test_a_tool_the_sdk_does_not_know_fails_the_run_by_default_without_running_anything() -> None:
+    ran: list[str] = []
+    model = ScriptedModel([[function_call("issue_refund", {}, call_id="d")]])
+    with pytest.raises(ModelBehaviorError):
+        Runner.run_sync(ToolsiftAgent(name="s", model=model, toolbox=toolbox(ran)), "refund", run_config=NO_TRACES)
+    assert ran == []
+
+
+def test_bad_arguments_reach_the_model_as_an_error_naming_the_tool() -> None:
+    ran: list[str] = []
+    model = ScriptedModel(
+        [
+            [function_call("search_help", "not json", call_id="a"), function_call("search_help", "[1]", call_id="b")],
+            [assistant_message("sorry")],
+        ]
+    )
+    result = Runner.run_sync(ToolsiftAgent(name="s", model=model, toolbox=toolbox(ran)), "help", run_config=NO_TRACES)
+    out = outputs(result)
+    assert "'search_help'" in out["a"] and "not JSON" in out["a"]
+    assert "'search_help'" in out["b"] and "JSON object" in out["b"]
+    assert ran == []
+
+
+def test_each_clone_carries_its_own_caller_and_starts_with_nothing_loaded() -> None:
+    ran: list[str] = []
+    model = ScriptedModel(
+        [[function_call("tool_search", {"query": "refund the payment"}, call_id="s")], [assistant_message("ok")]]
+    )
+    support = ToolsiftAgent(name="support", model=model, toolbox=toolbox(ran))
+    billing = support.clone(toolbox=toolbox(ran, caller=("billing.refund",)))
+    assert isinstance(billing, ToolsiftAgent) and billing.loaded == []
+    Runner.run_sync(billing, "refund the duplicate payment", run_config=NO_TRACES)
+    assert "issue_refund" in billing.loaded and support.loaded == []
+    assert "issue_refund" in names(model.calls[1])
+
+
+def test_a_toolsift_agent_needs_a_toolbox() -> None:
+    with pytest.raises(InvalidParameterError, match="toolbox"):
+        ToolsiftAgent(name="support")
+
+
+def test_async_handlers_and_hooks_run_and_hooks_see_the_real_tool() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    async def status(args: Any) -> str:
+        return f"order {args['order']} shipped"
+
+    async def before(event: ts.ToolEvent) -> None:
+        seen.append((event.name, event.via))
+
+    box = ts.Toolbox(
+        CATALOG,
+        caller={"orders.read"},
+        tiers=ts.ToolTierOptions(core=["search_help"]),
+        handlers={"order_status": status},
+        hooks=ts.Hooks(before_tool=before),
+    )
+    model = ScriptedModel(
+        [
+            [function_call("call_tool", {"name": "order_status", "arguments": {"order": "A1"}}, call_id="c")],
+            [assistant_message("shipped")],
+        ]
+    )
+    result = Runner.run_sync(ToolsiftAgent(name="s", model=model, toolbox=box), "my order?", run_config=NO_TRACES)
+    assert outputs(result)["c"] == "order A1 shipped"
+    assert seen == [("order_status", "call_tool")]
+
+
+def test_selection_mode_picks_this_turns_tools_from_responses_items() -> None:
+    ran: list[str] = []
+    box = toolbox(ran, caller=("orders.read", "billing.refund"), tiers=False)
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "I was charged twice"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Shall I refund the duplicate payment?"}],
+        },
+        {"role": "user", "content": "yes, do it"},
+    ]
+    tools = select_tools(box, history, budget=4000)
+    assert [t.name for t in tools] == ["search_help", "issue_refund", "refund_policy"]
+    assert all(isinstance(t, FunctionTool) and not t.strict_json_schema for t in tools)
+    model = ScriptedModel([[function_call("issue_refund", {}, call_id="r")], [assistant_message("Refunded.")]])
+    agent = Agent(name="support", model=model)
+    result = Runner.run_sync(agent.clone(tools=tools), history, run_config=NO_TRACES)  # type: ignore[arg-type]
+    assert result.final_output == "Refunded." and ran == ["issue_refund"]
+    # the next user turn: the conversation so far, as the SDK returns it; used tools stay in
+    later = [*result.to_input_list(), {"role": "user", "content": "where is my help article?"}]
+    assert "issue_refund" in [t.name for t in select_tools(box, later, budget=4000)]
+
+
+def test_function_tools_defaults_to_the_toolbox_tools_array() -> None:
+    assert [t.name for t in function_tools(toolbox([]))] == ["search_help", "tool_search", "call_tool"]
+    untiered = function_tools(toolbox([], tiers=False))  # every tool the caller may use, sorted by name
+    assert [t.name for t in untiered] == ["order_status", "refund_policy", "search_help"]
+
+
+@pytest.fixture(scope="module")
+def lambda_catalog() -> ts.Catalog:
+    pytest.importorskip("botocore")
+    from toolsift.catalogs import aws_catalog
+
+    aws = aws_catalog()
+    return ts.Catalog([aws[aws.position("lambda__CreateFunction")], aws[aws.position("s3__ListObjectsV2")]])
+
+
+def test_a_botocore_schema_reaches_the_model_unchanged_and_optional_arguments_stay_optional(
+    lambda_catalog: ts.Catalog,
+) -> None:
+    create = lambda_catalog[0]
+    environment = create.parameters["properties"]["Environment"]["properties"]["Variables"]
+    environment_value = {"Variables": {"A": "1"}}
+    assert environment["additionalProperties"] == {"type": "string"}  # a map: strict mode cannot say it
+    received: list[dict[str, Any]] = []
+    box = ts.Toolbox(
+        lambda_catalog, caller={"aws:lambda"}, handlers={"lambda__CreateFunction": lambda a: received.append(a) or "ok"}
+    )
+    [tool] = function_tools(box)
+    assert tool.name == "lambda__CreateFunction" and not tool.strict_json_schema
+    assert tool.params_json_schema == create.parameters
+    arguments = {"FunctionName": "f", "Role": "arn:aws:iam::1:role/r", "Code": {}, "Environment": environment_value}
+    model = ScriptedModel([[function_call(tool.name, arguments, call_id="l")], [assistant_message("ok")]])
+    result = Runner.run_sync(ToolsiftAgent(name="ops", model=model, toolbox=box), "create f", run_config=NO_TRACES)
+    assert outputs(result)["l"] == "ok" and received == [arguments]  # optional ones omitted, the map passed
+    assert create.parameters["properties"]["Environment"]["properties"]["Variables"] == environment  # not mutated
