@@ -128,6 +128,25 @@ def test_the_toolset_rechecks_the_permission_on_every_call() -> None:
     )
 
 
+def test_meta_tools_mode_uses_the_toolboxs_tool_search_and_loads_what_it_found() -> None:
+    ran: list[str] = []
+    script = Script(
+        [ToolCallPart("tool_search", {"query": "shipping status"})],
+        [ToolCallPart("order_status", {}), ToolCallPart("call_tool", {"name": "issue_refund", "arguments": {}})],
+        [TextPart("It has shipped.")],
+    )
+    agent = Agent(FunctionModel(script), deps_type=ts.Toolbox, toolsets=[ToolsiftToolset(meta_tools=True)])
+    box = toolbox(ran)
+    result = agent.run_sync("where is my order?", deps=box)
+    assert script.tools[0] == ["search_help", "tool_search", "call_tool"]  # nothing deferred: no search_tools
+    assert script.tools[1] == ["search_help", "tool_search", "call_tool", "order_status"]
+    assert "unknown tool 'issue_refund'" in script.said(2) and ran == ["order_status"]
+    # what was found is read from the conversation, so it stays loaded in the next run of it
+    later = Script([TextPart("Anything else?")])
+    agent.run_sync("thanks", deps=box, model=FunctionModel(later), message_history=result.all_messages())
+    assert later.tools[0][-1] == "order_status"
+
+
 def test_prepare_tools_loads_what_the_conversation_needs_and_keeps_the_agents_own_tools() -> None:
     ran: list[str] = []
     box = toolbox(ran, caller=("orders.read", "billing.refund"), tiers=False)

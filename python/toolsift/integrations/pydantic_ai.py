@@ -4,6 +4,10 @@
   through :meth:`Toolbox.acall`, which re-checks the permission and runs the hooks. With tiers,
   the toolbox's core tools are loaded and every other tool is ``defer_loading``: hidden until
   PydanticAI's ``ToolSearch`` capability discovers it.
+- ``ToolsiftToolset(meta_tools=True)`` is for catalog scale: the toolbox's own tools array (core
+  tools, ``tool_search``, ``call_tool``) plus the tools an earlier ``tool_search`` found (read from
+  the messages), O(core + found) per step; PydanticAI's deferred-tool search walks every deferred
+  tool each step (about 0.9 s at 18,000 tools).
 - :func:`tool_search` is that capability with a strategy backed by the index
   (:func:`search_strategy`): BM25F over names, descriptions and parameter text, the caller's
   permissions applied before ranking.
@@ -17,23 +21,33 @@ attribute); never a global.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import ToolSearch, ToolSearchFunc
 from pydantic_ai.exceptions import ModelRetry
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.tools import ToolDefinition, ToolsPrepareFunc
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from ..errors import InvalidParameterError, UnknownToolError
-from ..plan import Tier
+from ..plan import SEARCH, Tier
 from ..tiers import Toolbox
 
-__all__ = ["ToolsiftToolset", "prepare_tools", "search_strategy", "to_messages", "tool_search"]
+__all__ = ["ToolsiftToolset", "prepare_tools", "search_strategy", "to_messages", "tool_search", "toolbox_of"]
 
 _ARGUMENTS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 """Arguments are any JSON object; the handler (or the upstream) owns the schema."""
@@ -63,12 +77,22 @@ class ToolsiftToolset(AbstractToolset[Any]):
         toolbox: The caller's toolbox; ``None``: the run's deps (see :func:`toolbox_of`).
         id: The toolset's id, unique among the agent's toolsets.
         max_retries: Retries the model gets after a refused call or bad arguments.
+        meta_tools: List the toolbox's tools array (with tiers: core tools, ``tool_search``,
+            ``call_tool``) and the tools earlier ``tool_search`` results in the conversation
+            found, instead of every tool with the non-core ones deferred.
     """
 
-    def __init__(self, toolbox: Toolbox | None = None, *, id: str | None = "toolsift", max_retries: int = 1) -> None:
+    def __init__(
+        self,
+        toolbox: Toolbox | None = None,
+        *,
+        id: str | None = "toolsift",
+        max_retries: int = 1,
+        meta_tools: bool = False,
+    ) -> None:
         if toolbox is not None and not isinstance(toolbox, Toolbox):
             raise InvalidParameterError(f"toolbox must be a toolsift.Toolbox or None, not {type(toolbox).__name__}")
-        self.toolbox, self._id, self.max_retries = toolbox, id, max_retries
+        self.toolbox, self._id, self.max_retries, self.meta_tools = toolbox, id, max_retries, meta_tools
         self._memo: tuple[Toolbox, dict[tuple[str, bool], ToolsetTool[Any]]] | None = None
 
     @property
@@ -76,8 +100,11 @@ class ToolsiftToolset(AbstractToolset[Any]):
         return self._id
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        """Every tool the caller may use, registry order; those outside the core tier deferred."""
+        """Every tool the caller may use, registry order, those outside the core tier deferred; with
+        ``meta_tools``, the toolbox's tools array and the tools found so far."""
         box = toolbox_of(ctx, self.toolbox)
+        if self.meta_tools:
+            return self._meta(box, ctx.messages)
         if self._memo is None or self._memo[0] is not box:
             self._memo = (box, {})
         made = self._memo[1]
@@ -90,13 +117,24 @@ class ToolsiftToolset(AbstractToolset[Any]):
             out[name] = made[key]
         return out
 
+    def _meta(self, box: Toolbox, messages: Sequence[ModelMessage]) -> dict[str, ToolsetTool[Any]]:
+        """The toolbox's tools array, then the tools found by ``tool_search`` so far."""
+        out = {d["function"]["name"]: self._toolset_tool(**d["function"]) for d in box.tools()}
+        for name in _found(messages) if box.tiers is not None else ():
+            if name not in out and box.index.allows(box.caller, name):
+                out[name] = self._tool(box, name, deferred=False)
+        return out
+
     def _tool(self, box: Toolbox, name: str, deferred: bool) -> ToolsetTool[Any]:
         tool = box.index.get(name, box.caller)
+        return self._toolset_tool(tool.name, tool.description, tool.parameters, deferred)
+
+    def _toolset_tool(
+        self, name: str, description: str, parameters: Mapping[str, Any], deferred: bool = False
+    ) -> ToolsetTool[Any]:
+        schema = copy.deepcopy(dict(parameters))  # the framework may rewrite it; the catalog's stays intact
         definition = ToolDefinition(
-            name=tool.name,
-            description=tool.description,
-            parameters_json_schema=dict(tool.parameters),
-            defer_loading=deferred,
+            name=name, parameters_json_schema=schema, description=description, defer_loading=deferred
         )
         return ToolsetTool(toolset=self, tool_def=definition, max_retries=self.max_retries, args_validator=_ARGUMENTS)
 
@@ -160,6 +198,21 @@ def prepare_tools(toolbox: Toolbox | None = None, budget: int | None = None, **o
         return out
 
     return prepare
+
+
+def _found(messages: Sequence[ModelMessage]) -> list[str]:
+    """Names in the results of the toolbox's ``tool_search`` calls, first found first."""
+    found: dict[str, None] = {}
+    for message in messages:
+        for part in message.parts if isinstance(message, ModelRequest) else ():
+            if isinstance(part, ToolReturnPart) and part.tool_name == SEARCH and isinstance(part.content, str):
+                try:
+                    definitions = json.loads(part.content)
+                except ValueError:
+                    continue
+                if isinstance(definitions, list):
+                    found.update((d["name"], None) for d in definitions if isinstance(d, dict) and "name" in d)
+    return list(found)
 
 
 def to_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
