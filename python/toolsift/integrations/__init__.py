@@ -1,7 +1,7 @@
-"""Adapters for agent frameworks, each a module behind its own extra; glue only, never a second engine.
+"""Adapters for agent frameworks: one module per framework, each behind its own extra; glue only.
 
-- :mod:`toolsift.integrations.langgraph` — LangGraph and langgraph-bigtool (``pip install 'toolsift[langgraph]'``)
-- :mod:`toolsift.integrations.mcp` — in front of an official-SDK MCP server's tools (``pip install 'toolsift[mcp]'``)
-- :mod:`toolsift.integrations.openai_agents` — OpenAI Agents SDK (``pip install 'toolsift[openai-agents]'``)
-- :mod:`toolsift.integrations.pydantic_ai` — PydanticAI (``pip install 'toolsift[pydantic-ai]'``)
+- :mod:`toolsift.integrations.langgraph`: LangGraph and langgraph-bigtool (extra ``langgraph``)
+- :mod:`toolsift.integrations.mcp`: toolsift in front of an official-SDK MCP server's tools (extra ``mcp``)
+- :mod:`toolsift.integrations.openai_agents`: OpenAI Agents SDK (extra ``openai-agents``)
+- :mod:`toolsift.integrations.pydantic_ai`: PydanticAI (extra ``pydantic-ai``)
 """
