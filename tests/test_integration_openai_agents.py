@@ -16,7 +16,13 @@ from agents.exceptions import ModelBehaviorError, UserError  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 import toolsift as ts  # noqa: E402
-from toolsift.errors import InvalidParameterError, UnknownToolError  # noqa: E402
+from toolsift.errors import (  # noqa: E402
+    InvalidParameterError,
+    InvalidToolError,
+    InvalidToolTypeError,
+    SchemaError,
+    UnknownToolError,
+)
 from toolsift.integrations.openai_agents import ToolsiftAgent, function_tool, function_tools, select_tools  # noqa: E402
 
 NO_TRACES = RunConfig(tracing_disabled=True)
@@ -168,9 +174,20 @@ def test_each_clone_carries_its_own_caller_and_starts_with_nothing_loaded() -> N
     assert "issue_refund" in names(model.calls[1])
 
 
-def test_a_toolsift_agent_needs_a_toolbox() -> None:
+def test_a_toolsift_agent_needs_a_toolbox_and_bad_definitions_name_the_tool_and_field() -> None:
     with pytest.raises(InvalidParameterError, match="toolbox"):
         ToolsiftAgent(name="support")
+    box = toolbox([])
+    with pytest.raises(InvalidToolTypeError) as bad:
+        function_tool(box, {"type": "function", "function": {"name": "lookup", "description": 3}})
+    assert (bad.value.tool, bad.value.field) == ("lookup", "description")
+    with pytest.raises(SchemaError) as bad_schema:
+        function_tool(box, {"name": "lookup", "parameters": ["not", "a", "schema"]})
+    assert (bad_schema.value.tool, bad_schema.value.field) == ("lookup", "parameters")
+    with pytest.raises(InvalidToolError):
+        function_tool(box, {"description": "no name"})
+    with pytest.raises(InvalidParameterError):
+        function_tool(box, 42)  # type: ignore[arg-type]
 
 
 def test_async_handlers_and_hooks_run_and_hooks_see_the_real_tool() -> None:

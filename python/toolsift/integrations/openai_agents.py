@@ -61,6 +61,8 @@ def function_tool(
 
     Raises:
         UnknownToolError: ``tool`` is a name the caller may not use, or no tool's name.
+        InvalidToolError: A malformed definition (a subclass, with ``.tool`` and ``.field``).
+        InvalidParameterError: ``tool`` is neither a name, a :class:`~toolsift.Tool` nor a mapping.
     """
     name, description, parameters = _definition(toolbox, tool)
     on_error = default_tool_error_function if failure_error_function is _UNSET else failure_error_function
@@ -163,12 +165,11 @@ class ToolsiftAgent(Agent[Any]):
 
 def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """Name, description and parameters of a tool name, :class:`Tool` or OpenAI ``tools`` entry."""
-    if isinstance(tool, Mapping):
+    if isinstance(tool, Mapping):  # checked as a catalog tool is: typed errors naming the tool and field
         fn = tool.get("function", tool)
-        name, description, parameters = fn.get("name"), fn.get("description", ""), fn.get("parameters")
-        if not isinstance(name, str) or not isinstance(description, str) or not isinstance(parameters, Mapping):
-            raise InvalidParameterError("an OpenAI tools entry needs a string name and description, object parameters")
-        return name, description, dict(parameters)
+        fn = fn if isinstance(fn, Mapping) else {}
+        given = Tool(fn.get("name", ""), fn.get("description", ""), fn.get("parameters", {"type": "object"}))
+        return given.name, given.description, dict(given.parameters)
     if isinstance(tool, Tool):
         tool = tool.name
     if not isinstance(tool, str):
