@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension ``toolsift._core``."""
 
 from collections.abc import Sequence
-from typing import final
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,8 @@ __all__ = [
     "Index",
     "__version__",
     "_panic_for_tests",
+    "definition_bytes",
+    "schema_text",
     "stem",
     "tokenize",
 ]
@@ -22,6 +24,8 @@ MIN_FIELD_WEIGHT: float
 
 def tokenize(text: str) -> list[str]: ...
 def stem(word: str) -> str: ...
+def definition_bytes(names: list[str], descriptions: list[str], parameters: list[Any]) -> list[int | None]: ...
+def schema_text(schema: Any) -> str | None: ...
 
 # one text of weight 1, or (text, weight) pieces
 _QueryArg = str | list[tuple[str, float]]
@@ -33,10 +37,10 @@ class Caller: ...
 class Index:
     def __new__(
         cls,
-        fields: list[list[str]],
+        fields: list[list[str | dict[str, Any]]],
         weights: list[float],
         bs: list[float],
-        perms: list[list[str]],
+        perms: list[list[str]] | list[tuple[str, ...]],
         costs: list[int],
         core: list[bool],
         k1: float = 0.9,

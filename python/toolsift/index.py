@@ -25,7 +25,7 @@ from .query import Query, check_text
 from .registry import Catalog, Tool, name_arg
 from .scan import Finding
 from .scan import scan as scan_tools
-from .text import dense_text, field_params, tool_fields
+from .text import dense_text, field_columns, field_params
 
 Caller = Iterable[str] | str | None
 """Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only).
@@ -33,6 +33,7 @@ A mapping is refused (:class:`~toolsift.errors.InvalidParameterError`): ``{"p": 
 say whether ``p`` is held."""
 
 UNLIMITED = 2**64 - 1
+_PUBLIC: tuple[str, ...] = ()
 RESERVED = "toolsift:"
 WITHHELD = RESERVED + "withheld"  # held by no caller: a tool that needs it is indexed, never emitted
 #: Default bound of the per-caller indexes an index keeps (``statistics="caller"``), in bytes of
@@ -236,21 +237,20 @@ class Index:
         self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
         self.findings = self._scan(scan)
         self._positions: Mapping[str, int] = {t.name: i for i, t in enumerate(self._tools)}
-        counter = count_tokens or default_token_count
-        costs = [t.cost_tokens if t.cost_tokens is not None else _cost(t, counter) for t in self._tools]
-        columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
+        costs = _costs(self._tools, count_tokens or default_token_count)
+        columns = field_columns(self._tools)
         weights, bs = field_params(field_weights, b)
         self._core = _core.Index(
-            [list(c) for c in columns],
+            columns,
             weights,
             bs,
-            [list(t.permissions) + ([WITHHELD] if t.name in self._withheld else []) for t in self._tools],
+            [(*t.permissions, WITHHELD) if t.name in self._withheld else t.permissions for t in self._tools],
             costs,
             [t.core for t in self._tools],
             k1=_number("k1", k1),
             prefix_weight=_number("prefix_weight", prefix_weight),
         )
-        scoring = _Scoring(weights, bs, float(k1), float(prefix_weight), costs)
+        scoring = _Scoring(weights, bs, float(k1), float(prefix_weight), costs if statistics == "caller" else [])
         self._set_statistics(statistics, scoring, tenant_cache_bytes, columns)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
 
@@ -292,14 +292,14 @@ class Index:
                 return found[0]
         build = self._build
         if self._columns is None:
-            self._columns = list(zip(*(tool_fields(t) for t in self._tools), strict=True)) or [() for _ in range(5)]
+            self._columns = field_columns(self._tools)
         keep = np.flatnonzero(self._core.allowed_mask(self._mask(perms))).astype(np.uint32)
         kept = keep.tolist()
         sub = _core.Index(
             [[column[i] for i in kept] for column in self._columns],
             build.weights,
             build.bs,
-            [[] for _ in kept],
+            [_PUBLIC] * len(kept),
             [build.costs[i] for i in kept],
             [self._tools[i].core for i in kept],
             k1=build.k1,
@@ -717,8 +717,34 @@ def _check_queries(queries: Iterable[object]) -> None:
             check_text("query", query)
 
 
+def _costs(tools: Sequence[Tool], counter: Callable[[dict[str, Any]], int]) -> list[int]:
+    """Each tool's token cost: its own ``cost_tokens``, else what ``counter`` says of its
+    definition. The default counter's measure (the bytes of the compact JSON) is taken by the
+    core from the definitions themselves, without a JSON text per tool; a definition holding
+    something else than plain JSON types is measured by the counter itself."""
+    if counter is not default_token_count:
+        return [t.cost_tokens if t.cost_tokens is not None else _cost(t, counter) for t in tools]
+    measured = [t for t in tools if t.cost_tokens is None]
+    sizes = iter(
+        _core.definition_bytes(
+            [t.name for t in measured], [t.description for t in measured], [t.parameters for t in measured]
+        )
+    )
+    costs = []
+    for t in tools:
+        if t.cost_tokens is not None:
+            costs.append(t.cost_tokens)
+            continue
+        size = next(sizes)
+        costs.append(_cost(t, counter) if size is None else _checked(t, (size + 3) // 4))
+    return costs
+
+
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:
-    value = counter(tool.definition())
+    return _checked(tool, counter(tool.definition()))
+
+
+def _checked(tool: Tool, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
         raise InvalidToolError(
             f"count_tokens returned {value!r}, not an int in [0, 2**32)", tool=tool.name, field="cost_tokens"

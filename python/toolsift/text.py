@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._core import MIN_FIELD_WEIGHT
@@ -84,6 +84,19 @@ def field_params(
 def tool_fields(tool: Tool) -> tuple[str, str, str, str, str]:
     """The texts of ``tool`` in :data:`FIELDS` order."""
     return (tool.name, tool.description, schema_text(tool.parameters), "\n".join(tool.examples), tool.search_text)
+
+
+def field_columns(tools: Sequence[Tool]) -> list[list[Any]]:
+    """What the core index is given for ``tools``: one list per field in :data:`FIELDS` order,
+    the texts of :func:`tool_fields` except that ``parameters`` is the schema itself, whose text
+    the core extracts as :func:`schema_text` does (without a string per tool)."""
+    return [
+        [t.name for t in tools],
+        [t.description for t in tools],
+        [t.parameters for t in tools],
+        ["\n".join(t.examples) for t in tools],
+        [t.search_text for t in tools],
+    ]
 
 
 def schema_text(schema: Mapping[str, Any]) -> str:

@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
+use super::schema;
 use crate::bm25::{Bm25Params, FieldParams, DEFAULT_PREFIX_WEIGHT};
 use crate::error::Error;
 use crate::index::{DocInput, Index, IndexBuilder, Query};
@@ -82,14 +83,125 @@ impl QueryArg {
     }
 }
 
-/// Builds the core index from column-major inputs (one list per field, one entry per tool).
+/// Tools read from Python per batch, so that the text of a large catalog is never held whole:
+/// each field's text (a `dict` field as its schema text, see [`schema::schema_text`]) and the
+/// permissions of each tool, in flat buffers.
+#[derive(Default)]
+struct Batch {
+    text: String,
+    /// End of each field text in `text`: `fields` per tool.
+    text_ends: Vec<usize>,
+    perms: String,
+    /// End of each permission in `perms`, and how many each tool has.
+    perm_ends: Vec<usize>,
+    perm_counts: Vec<usize>,
+}
+
+/// Tools per batch: big enough that releasing the GIL per batch costs nothing, small enough
+/// that a batch's text stays a few megabytes.
+const BATCH: usize = 4096;
+
+impl Batch {
+    /// Reads tools `range` (every column already checked to be long enough).
+    fn read(
+        &mut self,
+        fields: &[Bound<'_, PyList>],
+        perms: &Bound<'_, PyList>,
+        range: std::ops::Range<usize>,
+    ) -> PyResult<()> {
+        self.text.clear();
+        self.text_ends.clear();
+        self.perms.clear();
+        self.perm_ends.clear();
+        self.perm_counts.clear();
+        for i in range {
+            for column in fields {
+                field_text(&column.get_item(i)?, &mut self.text)?;
+                self.text_ends.push(self.text.len());
+            }
+            let required = perms.get_item(i)?;
+            let count = match required.cast::<PyTuple>() {
+                Ok(tuple) => self.push_perms(tuple.iter())?,
+                Err(_) => self.push_perms(required.cast::<PyList>()?.iter())?,
+            };
+            self.perm_counts.push(count);
+        }
+        Ok(())
+    }
+
+    /// Appends one tool's permissions (a list or tuple of strings); returns how many.
+    fn push_perms<'py>(
+        &mut self,
+        perms: impl Iterator<Item = Bound<'py, PyAny>>,
+    ) -> PyResult<usize> {
+        let mut count = 0;
+        for p in perms {
+            self.perms.push_str(p.cast::<PyString>()?.to_str()?);
+            self.perm_ends.push(self.perms.len());
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Adds the batch's tools to `builder`, with their `costs` and `core` flags.
+    fn add(&self, builder: &mut IndexBuilder, costs: &[u32], core: &[bool]) -> Result<(), Error> {
+        let nf = self.text_ends.len() / costs.len().max(1);
+        let (mut text_start, mut perm_at, mut perm_start) = (0, 0, 0);
+        let mut texts: Vec<&str> = Vec::with_capacity(nf);
+        let mut required: Vec<&str> = Vec::new();
+        for (doc, (&cost_tokens, &core)) in costs.iter().zip(core).enumerate() {
+            texts.clear();
+            for &end in &self.text_ends[doc * nf..(doc + 1) * nf] {
+                texts.push(&self.text[text_start..end]);
+                text_start = end;
+            }
+            required.clear();
+            for &end in &self.perm_ends[perm_at..perm_at + self.perm_counts[doc]] {
+                required.push(&self.perms[perm_start..end]);
+                perm_start = end;
+            }
+            perm_at += self.perm_counts[doc];
+            builder.add(&DocInput {
+                fields: &texts,
+                perms: &required,
+                cost_tokens,
+                core,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends the text of one field entry: a string as it is, a mapping as its schema text.
+fn field_text(entry: &Bound<'_, PyAny>, out: &mut String) -> PyResult<()> {
+    if let Ok(text) = entry.cast::<PyString>() {
+        out.push_str(text.to_str()?);
+        return Ok(());
+    }
+    let start = out.len();
+    if entry.cast::<PyDict>().is_ok() && schema::schema_text(entry, out).is_ok() {
+        return Ok(());
+    }
+    out.truncate(start); // not modelled exactly: the Python reference says
+    let text = entry
+        .py()
+        .import("toolsift.text")?
+        .getattr("schema_text")?
+        .call1((entry,))?;
+    out.push_str(text.cast::<PyString>()?.to_str()?);
+    Ok(())
+}
+
+/// Builds the core index from column-major inputs (one list per field, one entry per tool),
+/// the GIL released for all but the reading of each batch.
 fn build(
-    fields: &[Vec<String>],
-    perms: &[Vec<String>],
+    py: Python<'_>,
+    fields: &[Bound<'_, PyList>],
+    perms: &Bound<'_, PyList>,
     costs: &[u32],
     core: &[bool],
     params: Bm25Params,
-) -> Result<Index, Error> {
+) -> PyResult<Index> {
     let n = costs.len();
     check_len("perms", perms.len(), n)?;
     check_len("core", core.len(), n)?;
@@ -98,17 +210,15 @@ fn build(
         .iter()
         .try_for_each(|f| check_len("fields", f.len(), n))?;
     let mut builder = IndexBuilder::new(params)?;
-    for i in 0..n {
-        let texts: Vec<&str> = fields.iter().map(|f| f[i].as_str()).collect();
-        let required: Vec<&str> = perms[i].iter().map(String::as_str).collect();
-        builder.add(&DocInput {
-            fields: &texts,
-            perms: &required,
-            cost_tokens: costs[i],
-            core: core[i],
-        })?;
+    let mut batch = Batch::default();
+    for start in (0..n).step_by(BATCH) {
+        let range = start..(start + BATCH).min(n);
+        batch.read(fields, perms, range.clone())?;
+        let (costs, core) = (&costs[range.clone()], &core[range]);
+        let (b, builder) = (&batch, &mut builder);
+        detached(py, move || b.add(builder, costs, core))??;
     }
-    Ok(builder.build())
+    detached(py, move || builder.build())
 }
 
 #[pymethods]
@@ -118,10 +228,10 @@ impl PyIndex {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        fields: Vec<Vec<String>>,
+        fields: Vec<Bound<'_, PyList>>,
         weights: Vec<f32>,
         bs: Vec<f32>,
-        perms: Vec<Vec<String>>,
+        perms: Bound<'_, PyList>,
         costs: Vec<u32>,
         core: Vec<bool>,
         k1: f32,
@@ -138,7 +248,7 @@ impl PyIndex {
             fields: fields_params,
             prefix_weight,
         };
-        let built = detached(py, || build(&fields, &perms, &costs, &core, params))??;
+        let built = build(py, &fields, &perms, &costs, &core, params)?;
         Ok(PyIndex {
             inner: Arc::new(built),
         })

@@ -3,6 +3,7 @@
 mod convert;
 mod errors;
 mod index;
+mod schema;
 
 use pyo3::prelude::*;
 
@@ -24,12 +25,45 @@ fn stem(word: &str) -> String {
     crate::tokenizer::stem(word)
 }
 
+/// UTF-8 bytes of each tool's definition (`{"name", "description", "parameters"}`) as compact
+/// JSON, as `toolsift.assemble.default_token_count` measures it; `None` for a tool whose
+/// definition holds something else than plain JSON types (measure it in Python).
+#[pyfunction]
+fn definition_bytes(
+    names: Vec<Bound<'_, PyAny>>,
+    descriptions: Vec<Bound<'_, PyAny>>,
+    parameters: Vec<Bound<'_, PyAny>>,
+) -> PyResult<Vec<Option<usize>>> {
+    let n = names.len();
+    if descriptions.len() != n || parameters.len() != n {
+        return Err(crate::error::Error::LengthMismatch {
+            field: "definitions",
+            expected: n,
+            got: descriptions.len().min(parameters.len()),
+        }
+        .into());
+    }
+    Ok((0..n)
+        .map(|i| schema::definition_bytes(&names[i], &descriptions[i], &parameters[i]).ok())
+        .collect())
+}
+
+/// Schema text of a JSON schema, as `toolsift.text.schema_text` makes it; `None` where the
+/// schema holds something else than plain JSON types.
+#[pyfunction]
+fn schema_text(schema: &Bound<'_, PyAny>) -> Option<String> {
+    let mut out = String::new();
+    schema::schema_text(schema, &mut out).ok().map(|_| out)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::PyCaller>()?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stem, m)?)?;
+    m.add_function(wrap_pyfunction!(definition_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_text, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;

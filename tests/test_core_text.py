@@ -1,0 +1,167 @@
+"""The core reads tool definitions itself: the schema text it indexes equals
+:func:`toolsift.text.schema_text`, the default token costs equal
+:func:`toolsift.default_token_count` of each definition, and whatever it does not model exactly
+(subclasses, custom mappings, huge integers, cycles) is left to the Python reference."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolsift as ts
+from toolsift import _core
+from toolsift.text import FIELDS, field_columns, field_params, schema_text, tool_fields
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+
+nasty = st.text(
+    st.sampled_from(list('ab Zé_"\\/\b\f\n\r\t\x00\x1f\x7f\u2028\u2029中💥\ufeff')), max_size=12
+)  # fmt: skip
+keys = nasty | st.sampled_from(
+    ["properties", "items", "anyOf", "oneOf", "allOf", "title", "description", "enum", "$ref", "type"]
+)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0.1, 1e16, 1e-05, -0.0, 1.5e300, 123.0, 5e-324])
+    | nasty
+)
+schemas = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=5),
+    max_leaves=40,
+)
+
+
+def compact_bytes(definition: Any) -> int:
+    return len(json.dumps(definition, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def chain(depth: int) -> dict[str, Any]:
+    """Properties nested ``depth`` levels, items and anyOf between them."""
+    node: dict[str, Any] = {"description": "leaf", "enum": ["x", 1, 2.5, True, None]}
+    for i in range(depth):
+        node = {"properties": {f"p{i}": {"items": {"anyOf": [node, {"title": f"t{i}"}]}}}}
+    return node
+
+
+@SETTINGS
+@given(schemas)
+def test_the_cores_schema_text_equals_the_python_reference(schema: Any) -> None:
+    for node in (schema, {"properties": schema}, {"properties": {"a": schema}, "items": [schema, schema]}):
+        assert _core.schema_text(node) == schema_text(node)
+
+
+@SETTINGS
+@given(schemas, nasty, nasty)
+def test_the_cores_definition_bytes_equal_the_compact_json(schema: Any, name: str, description: str) -> None:
+    params = {"properties": schema}
+    assert _core.definition_bytes([name], [description], [params]) == [
+        compact_bytes({"name": name, "description": description, "parameters": params})
+    ]
+
+
+def test_nesting_bounds_and_refs_are_those_of_the_reference() -> None:
+    for depth in range(8):
+        assert _core.schema_text(chain(depth)) == schema_text(chain(depth))
+    items: dict[str, Any] = {"properties": {"deep": {"description": "found"}}}
+    for _ in range(20):  # items chains past the nesting bound
+        items = {"items": items}
+        assert _core.schema_text(items) == schema_text(items)
+    ref = {"properties": {"a": {"$ref": "#/definitions/b"}}, "definitions": {"b": {"description": "hidden"}}}
+    assert _core.schema_text(ref) == schema_text(ref) == "a"
+
+
+class Odd(Mapping[str, Any]):
+    """A mapping that is not a dict."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class Text(str):
+    pass
+
+
+class Number(int):
+    def __str__(self) -> str:
+        return "forty-two"
+
+
+UNMODELLED: list[Any] = [
+    {"properties": Odd({"a": {"description": "odd mapping"}})},
+    {"properties": {"a": {"enum": [Number(42), 2**80, Text("sub")]}}},
+    {"properties": {"a": {"description": Text("a str subclass")}}},
+    {"properties": {1: {"description": "an int key"}, None: {}}},
+    {"properties": {"a": {"enum": [float("nan"), float("inf")]}}},
+]
+
+
+@pytest.mark.parametrize("schema", UNMODELLED)
+def test_what_the_core_does_not_model_is_left_to_the_reference(schema: Any) -> None:
+    text = _core.schema_text(schema)
+    assert text is None or text == schema_text(schema)
+    priced, measured = ts.Tool("t", "d", cost_tokens=3), ts.Tool("t", "d")
+    for tool in (priced, measured):
+        object.__setattr__(tool, "parameters", schema)  # what a mutated schema can hold
+    idx = ts.Index([priced])
+    assert idx._core.to_bytes() == _reference_core(idx, [priced]).to_bytes()
+    try:
+        want = ts.default_token_count(measured.definition())
+    except TypeError:  # not JSON: the default counter refuses it, in the index too
+        with pytest.raises(TypeError):
+            ts.Index([measured])
+    else:
+        assert ts.Index([measured]).cost(0) == want
+
+
+def test_a_cyclic_schema_is_measured_by_the_reference_which_refuses_it() -> None:
+    tool = ts.Tool("t", "d", {"properties": {"a": {}}})
+    tool.parameters["properties"]["a"]["items"] = tool.parameters  # type: ignore[index]
+    assert _core.definition_bytes(["t"], ["d"], [tool.parameters]) == [None]
+    assert _core.schema_text(tool.parameters) == schema_text(tool.parameters)
+    with pytest.raises(ValueError, match="ircular"):
+        ts.Index([tool])
+
+
+def _reference_core(idx: ts.Index, tools: list[ts.Tool]) -> Any:
+    """A core index built from the Python reference texts, with ``idx``'s costs."""
+    columns = [list(c) for c in zip(*(tool_fields(t) for t in tools), strict=True)]
+    weights, bs = field_params(None, None)
+    costs = [idx.cost(i) for i in range(len(tools))]
+    return _core.Index(columns, weights, bs, [list(t.permissions) for t in tools], costs, [t.core for t in tools])
+
+
+def test_the_botocore_catalog_indexes_and_costs_exactly_as_the_reference() -> None:
+    pytest.importorskip("botocore")
+    from toolsift.catalogs import aws_catalog
+
+    tools = list(aws_catalog())
+    idx = ts.Index(tools)
+    assert [idx.cost(i) for i in range(len(tools))] == [ts.default_token_count(t.definition()) for t in tools]
+    assert [_core.schema_text(t.parameters) for t in tools] == [schema_text(t.parameters) for t in tools]
+    assert idx._core.to_bytes() == _reference_core(idx, tools).to_bytes()
+
+
+def test_the_columns_the_core_gets_are_the_reference_texts_but_the_schema() -> None:
+    tools = [ts.Tool("a", "b", {"properties": {"x": {"title": "y"}}}, examples=["e1", "e2"], search_text="s")]
+    columns = field_columns(tools)
+    assert len(columns) == len(FIELDS)
+    texts = tool_fields(tools[0])
+    assert [c[0] for c in columns] == [texts[0], texts[1], tools[0].parameters, texts[3], texts[4]]
