@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import toolsift as ts
-from toolsift import _atomic
+from toolsift import _atomic, registry
 
 CATALOG_A = ts.Catalog(ts.Tool(f"a{i}", "alpha " * 20) for i in range(1500))
 CATALOG_B = ts.Catalog(ts.Tool(f"b{i}", "beta " * 60, permissions=["x"]) for i in range(700))
@@ -100,12 +100,13 @@ def test_a_catalog_save_that_fails_while_writing_leaves_no_temporary_file(
     CATALOG_A.save(path)
     calls = iter(range(10**6))
 
-    def to_json(self: ts.Tool) -> str:
+    def json_form(self: ts.Tool) -> dict[str, object]:
         if next(calls) == 1000:  # well into the file: earlier lines are written out already
             raise RuntimeError("boom")
-        return "{}"
+        return {}
 
-    monkeypatch.setattr(ts.Tool, "to_json", to_json)
+    monkeypatch.setattr(ts.Tool, "_json_form", json_form)
+    monkeypatch.setattr(registry, "LINES_STEP", 100)  # lines go out 100 at a time
     with pytest.raises(RuntimeError, match="boom"):
         CATALOG_A.save(path)
     monkeypatch.undo()

@@ -1,12 +1,17 @@
 """The core reads tool definitions itself: the schema text it indexes equals
 :func:`toolsift.text.schema_text`, the default token costs equal
-:func:`toolsift.default_token_count` of each definition, and whatever it does not model exactly
-(subclasses, custom mappings, huge integers, cycles) is left to the Python reference."""
+:func:`toolsift.default_token_count` of each definition, the JSON Lines it writes equal
+``json.dumps`` (and :meth:`Tool.to_json`), and whatever it does not model exactly (subclasses,
+custom mappings, huge integers, cycles) is left to the Python reference."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import itertools
 import json
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +20,7 @@ from hypothesis import strategies as st
 
 import toolsift as ts
 from toolsift import _core
+from toolsift.registry import _is_default, json_lines
 from toolsift.text import FIELDS, field_columns, field_params, schema_text, tool_fields
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
@@ -165,3 +171,87 @@ def test_the_columns_the_core_gets_are_the_reference_texts_but_the_schema() -> N
     assert len(columns) == len(FIELDS)
     texts = tool_fields(tools[0])
     assert [c[0] for c in columns] == [texts[0], texts[1], tools[0].parameters, texts[3], texts[4]]
+
+
+json_values = st.recursive(
+    scalars | st.sampled_from([float("nan"), float("inf"), -float("inf"), 2**70, -(2**64)]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.lists(inner, max_size=3).map(tuple) | st.dictionaries(keys, inner, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+def dumps_lines(values: list[Any]) -> bytes:
+    return b"".join(json.dumps(v, ensure_ascii=False, sort_keys=True).encode() + b"\n" for v in values)
+
+
+@SETTINGS
+@given(st.lists(json_values, max_size=5))
+def test_the_cores_json_lines_equal_json_dumps(values: list[Any]) -> None:
+    blob, offsets = _core.json_lines(values)
+    assert blob == dumps_lines(values)
+    assert offsets == [0, *itertools.accumulate(len(dumps_lines([v])) for v in values)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "int key", "a": 2}, {Text("k"): Text("v")}, [Number(7)], {"a": Odd({"b": 1})}, {None: 1}],
+)
+def test_json_lines_leave_what_they_do_not_model_to_json_dumps(value: Any) -> None:
+    try:
+        want = dumps_lines([value])
+    except TypeError:
+        with pytest.raises(TypeError):
+            _core.json_lines([value])
+    else:
+        assert _core.json_lines([value])[0] == want
+
+
+def test_json_lines_of_a_cycle_raise_as_json_dumps_does() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="ircular"):
+        _core.json_lines([cycle])
+
+
+def reference_to_json(tool: ts.Tool) -> str:
+    """``Tool.to_json`` as it was written first, through ``dataclasses.asdict``."""
+    defaults = {f.name: f.default for f in dataclasses.fields(ts.Tool)}
+    out = {k: v for k, v in dataclasses.asdict(tool).items() if k == "name" or not _is_default(v, defaults[k])}
+    for key in ("permissions", "examples"):
+        if key in out:
+            out[key] = list(out[key])
+    return json.dumps(out, ensure_ascii=False, sort_keys=True)
+
+
+NASTY_TOOLS = [
+    ts.Tool("plain"),
+    ts.Tool("empty_schema_given", "", {"type": "object", "properties": {}}),
+    ts.Tool(
+        "everything",
+        'quote " backslash \\ nl \n tab \t nul \x00 \x1f \u2028 中 💥',
+        {"properties": {"z": {"enum": [1, 2.5, -0.0, 1e16, True, None, "x"]}, "a": {"type": "string"}}},
+        permissions=["b.write", "a.read"],
+        core=True,
+        examples=["one", "two"],
+        search_text="sé",
+        cost_tokens=0,
+        annotations={"readOnlyHint": True, "title": "T"},
+    ),
+    ts.Tool("cost_only", cost_tokens=2**32 - 1),
+]
+
+
+def test_to_json_and_json_lines_write_what_the_first_to_json_wrote(tmp_path: Path) -> None:
+    tools = list(NASTY_TOOLS)
+    with contextlib.suppress(ImportError):
+        from toolsift.catalogs import aws_catalog
+
+        tools += list(aws_catalog())[::7]
+    want = [reference_to_json(t) for t in tools]
+    assert [t.to_json() for t in tools] == want
+    pieces = list(json_lines(tools, step=5))
+    assert b"".join(p for p, _ in pieces) == "".join(w + "\n" for w in want).encode()
+    ts.Catalog(tools).save(tmp_path / "c.jsonl")
+    assert (tmp_path / "c.jsonl").read_bytes() == "".join(w + "\n" for w in want).encode()

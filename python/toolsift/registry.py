@@ -181,12 +181,16 @@ class Tool:
     def to_json(self) -> str:
         """The tool in toolsift's own JSON form (fields left at their defaults are omitted), as
         read back by :meth:`from_dict` and :meth:`Catalog.from_file`."""
-        defaults = {f.name: f.default for f in dataclasses.fields(Tool)}
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k == "name" or not _is_default(v, defaults[k])}
-        for key in ("permissions", "examples"):
-            if key in out:
-                out[key] = list(out[key])
-        return json.dumps(out, ensure_ascii=False, sort_keys=True)
+        return json.dumps(self._json_form(), ensure_ascii=False, sort_keys=True)
+
+    def _json_form(self) -> dict[str, Any]:
+        """What :meth:`to_json` writes: the name and every field not at its default."""
+        out: dict[str, Any] = {"name": self.name}
+        for key, default in _OPTIONAL_FIELDS:
+            value = getattr(self, key)
+            if not _is_default(value, default):
+                out[key] = list(value) if type(value) is tuple else value
+        return out
 
     def definition(self) -> dict[str, Any]:
         """The format-neutral definition a model sees: name, description, parameters."""
@@ -275,7 +279,7 @@ class Catalog(Sequence[Tool]):
         """
         from ._atomic import write_atomic
 
-        write_atomic(path, (t.to_json().encode() + b"\n" for t in self._tools))
+        write_atomic(path, (piece for piece, _ in json_lines(self._tools)))
 
     @classmethod
     def from_mcp(cls, result: Any, **options: Any) -> Catalog:
@@ -304,6 +308,27 @@ class Catalog(Sequence[Tool]):
         from .loaders import load_file
 
         return cls(load_file(path, **options))
+
+
+#: Every field of :class:`Tool` but its name, with its default (``MISSING`` for ``parameters``).
+_OPTIONAL_FIELDS = tuple((f.name, f.default) for f in dataclasses.fields(Tool) if f.name != "name")
+
+
+#: Tools per piece of :func:`json_lines`.
+LINES_STEP = 4096
+
+
+def json_lines(tools: Sequence[Tool], step: int | None = None) -> Iterator[tuple[bytes, list[int]]]:
+    """``tools`` in toolsift's own form, one :meth:`Tool.to_json` line each (newline-terminated),
+    written by the core ``step`` (default :data:`LINES_STEP`) tools at a time: each piece, with
+    the offset of each of its lines in it and then its end. (Pieces keep the tools' intermediate
+    dicts few at a time, so a large catalog is written without a sweep of the garbage collector
+    over all of them.)"""
+    from ._core import json_lines as write
+
+    step = step or LINES_STEP
+    for start in range(0, len(tools), step):
+        yield write([t._json_form() for t in tools[start : start + step]])
 
 
 def _is_default(value: object, default: object) -> bool:

@@ -25,7 +25,7 @@ import numpy as np
 from . import _core
 from ._atomic import write_atomic
 from .errors import SnapshotError, ToolsiftError
-from .registry import Tool
+from .registry import Tool, json_lines
 
 MAGIC = b"TOOLSIFT"
 FORMAT = 1
@@ -118,17 +118,21 @@ def save(
     path: str | Path, tools: Sequence[Tool], core: bytes, vectors: np.ndarray | None, options: dict[str, Any]
 ) -> None:
     """Writes an index file atomically (see :func:`toolsift._atomic.write_atomic`)."""
-    lines = [t.to_json().encode() + b"\n" for t in tools]
-    offsets = np.cumsum([0, *map(len, lines)]).tolist()
+    pieces, offsets = [], [0]
+    for piece, ends in json_lines(tools):
+        base = offsets[-1]
+        offsets.extend(base + end for end in ends[1:])
+        pieces.append(piece)
     vec = b"" if vectors is None else np.ascontiguousarray(vectors, dtype="<f4").tobytes()
     dim = 0 if vectors is None else int(vectors.shape[1])
     header = {"options": options, "names": [t.name for t in tools], "offsets": offsets, "dim": dim}
-    sections = [json.dumps(header).encode(), b"".join(lines), core, vec]
-    crc = 0
-    for s in (sections[0], sections[1], sections[3]):
-        crc = zlib.crc32(s, crc)
-    head = _HEAD.pack(MAGIC, FORMAT, *map(len, sections), crc)
-    write_atomic(path, [head, *sections])
+    head_b = json.dumps(header).encode()
+    crc = zlib.crc32(head_b)
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    crc = zlib.crc32(vec, crc)
+    head = _HEAD.pack(MAGIC, FORMAT, len(head_b), offsets[-1], len(core), len(vec), crc)
+    write_atomic(path, [head, head_b, *pieces, core, vec])
 
 
 def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.Index, np.ndarray | None, Options]:

@@ -3,6 +3,7 @@
 mod convert;
 mod errors;
 mod index;
+mod jsonl;
 mod schema;
 
 use pyo3::prelude::*;
@@ -56,6 +57,23 @@ fn schema_text(schema: &Bound<'_, PyAny>) -> Option<String> {
     schema::schema_text(schema, &mut out).ok().map(|_| out)
 }
 
+/// `b"".join(json.dumps(v, ensure_ascii=False, sort_keys=True).encode() + b"\n" for v in
+/// values)`, and where each line starts (one more offset than values: the end).
+#[pyfunction]
+fn json_lines<'py>(
+    py: Python<'py>,
+    values: Vec<Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, pyo3::types::PyBytes>, Vec<usize>)> {
+    let mut out = Vec::new();
+    let mut offsets = Vec::with_capacity(values.len() + 1);
+    offsets.push(0);
+    for v in &values {
+        jsonl::line(v, &mut out)?;
+        offsets.push(out.len());
+    }
+    Ok((pyo3::types::PyBytes::new(py, &out), offsets))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
@@ -64,6 +82,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stem, m)?)?;
     m.add_function(wrap_pyfunction!(definition_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(schema_text, m)?)?;
+    m.add_function(wrap_pyfunction!(json_lines, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;
