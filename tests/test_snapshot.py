@@ -188,6 +188,13 @@ def test_swapped_tool_lines_are_refused(saved: Path) -> None:
         ts.Index.load(reseal(saved, p._replace(lines=lines)))
 
 
+def test_a_header_name_that_is_not_unicode_text_is_refused(saved: Path) -> None:
+    p = parts(saved)
+    names = ["\ud800", *p.header["names"][1:]]  # a lone surrogate, as JSON can spell it
+    with pytest.raises(SnapshotError, match="#0"):
+        ts.Index.load(reseal(saved, p._replace(header={**p.header, "names": names})))
+
+
 def test_a_repeated_name_in_the_header_is_refused(saved: Path) -> None:
     p = parts(saved)
     names = [*p.header["names"][:-1], p.header["names"][0]]

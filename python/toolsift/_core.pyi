@@ -13,8 +13,10 @@ __all__ = [
     "Index",
     "__version__",
     "_panic_for_tests",
+    "crc32",
     "definition_bytes",
     "json_lines",
+    "line_without_name",
     "schema_text",
     "stem",
     "tokenize",
@@ -28,6 +30,8 @@ def stem(word: str) -> str: ...
 def definition_bytes(names: list[str], descriptions: list[str], parameters: list[Any]) -> list[int | None]: ...
 def schema_text(schema: Any) -> str | None: ...
 def json_lines(values: list[Any]) -> tuple[bytes, list[int]]: ...
+def crc32(data: bytes, value: int = 0) -> int: ...
+def line_without_name(blob: bytes, offsets: list[int], names: list[str]) -> int | None: ...
 
 # one text of weight 1, or (text, weight) pieces
 _QueryArg = str | list[tuple[str, float]]

@@ -11,12 +11,10 @@ so a large index loads in about the time it takes to read the file.
 
 from __future__ import annotations
 
-import itertools
 import json
+import os
 import struct
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, TypedDict, overload
 
@@ -127,10 +125,10 @@ def save(
     dim = 0 if vectors is None else int(vectors.shape[1])
     header = {"options": options, "names": [t.name for t in tools], "offsets": offsets, "dim": dim}
     head_b = json.dumps(header).encode()
-    crc = zlib.crc32(head_b)
+    crc = _core.crc32(head_b)
     for piece in pieces:
-        crc = zlib.crc32(piece, crc)
-    crc = zlib.crc32(vec, crc)
+        crc = _core.crc32(piece, crc)
+    crc = _core.crc32(vec, crc)
     head = _HEAD.pack(MAGIC, FORMAT, len(head_b), offsets[-1], len(core), len(vec), crc)
     write_atomic(path, [head, head_b, *pieces, core, vec])
 
@@ -150,27 +148,14 @@ def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.In
     (:class:`LazyTools`), so loading stays about as fast as reading the file. With
     ``vectors=False`` the vector section is only measured, not decoded.
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise SnapshotError(f"cannot read {path}: {e.strerror}") from None
-    if len(data) < _HEAD.size or not data.startswith(MAGIC):
-        raise SnapshotError(f"{path} is not a toolsift index file")
-    _, fmt, *lengths, crc = _HEAD.unpack_from(data)
-    if fmt != FORMAT:
-        raise SnapshotError(f"{path} has index format {fmt}; this toolsift reads format {FORMAT}")
-    if _HEAD.size + sum(lengths) != len(data):
-        raise SnapshotError(f"{path} is truncated or has trailing data")
-    body = memoryview(data)[_HEAD.size :]
-    cuts = np.cumsum([0, *lengths]).tolist()
-    header_b, tools_b, core_b, vec_b = (body[a:b] for a, b in itertools.pairwise(cuts))
-    if zlib.crc32(vec_b, zlib.crc32(tools_b, zlib.crc32(header_b))) != crc:
+    header_b, tools_b, core_b, vec_b, crc = _sections(path)
+    if _core.crc32(vec_b, _core.crc32(tools_b, _core.crc32(header_b))) != crc:
         raise SnapshotError(f"{path} is corrupted (checksum mismatch)")
-    core = _core.Index.from_bytes(bytes(core_b))
+    core = _core.Index.from_bytes(core_b)
     try:
         header = _header(header_b)
         names, by_name = _names(header["names"], len(core))
-        blob = bytes(tools_b)
+        blob = tools_b
         offsets = _offsets(header["offsets"], blob, len(names))
         _names_in_lines(names, blob, offsets)
         options = _options(header["options"], core)
@@ -178,6 +163,28 @@ def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.In
     except SnapshotError as e:
         raise SnapshotError(f"{path}: {e}") from None
     return Positions(LazyTools(names, blob, offsets, core), by_name), core, kept, options
+
+
+def _sections(path: str | Path) -> tuple[bytes, bytes, bytes, bytes, int]:
+    """The four sections of an index file, each read into its own bytes (nothing copied twice),
+    and the checksum its head gives them."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(_HEAD.size)
+            if len(head) < _HEAD.size or not head.startswith(MAGIC):
+                raise SnapshotError(f"{path} is not a toolsift index file")
+            _, fmt, *lengths, crc = _HEAD.unpack(head)
+            if fmt != FORMAT:
+                raise SnapshotError(f"{path} has index format {fmt}; this toolsift reads format {FORMAT}")
+            if _HEAD.size + sum(lengths) != size:
+                raise SnapshotError(f"{path} is truncated or has trailing data")
+            header_b, tools_b, core_b, vec_b = (f.read(n) for n in lengths)
+    except OSError as e:
+        raise SnapshotError(f"cannot read {path}: {e.strerror}") from None
+    if [len(header_b), len(tools_b), len(core_b), len(vec_b)] != lengths:
+        raise SnapshotError(f"{path} is truncated or has trailing data")  # changed while read
+    return header_b, tools_b, core_b, vec_b, crc
 
 
 class Options(TypedDict):
@@ -197,9 +204,9 @@ class Scoring(TypedDict):
     k1: float
 
 
-def _header(raw: memoryview) -> dict[str, Any]:
+def _header(raw: bytes) -> dict[str, Any]:
     try:
-        header = json.loads(bytes(raw))
+        header = json.loads(raw)
     except (ValueError, RecursionError) as e:
         raise SnapshotError(f"the header is not valid JSON: {e}") from None
     if type(header) is not dict or set(header) != {"options", "names", "offsets", "dim"}:
@@ -211,7 +218,7 @@ def _names(names: object, n: int) -> tuple[list[str], dict[str, int]]:
     """The header's names, and the position of each."""
     if type(names) is not list or len(names) != n or not set(map(type, names)) <= {str}:
         raise SnapshotError(f"the header's names are not {n} strings, one per tool of the core index")
-    by_name = {name: i for i, name in enumerate(names)}
+    by_name = dict(zip(names, range(n), strict=True))
     if len(by_name) != n:
         raise SnapshotError("the header names two tools alike")
     return names, by_name
@@ -234,10 +241,9 @@ def _names_in_lines(names: list[str], blob: bytes, offsets: list[int]) -> None:
     """Each line holds the ``"name": ...`` member the header's name gives it (in the form
     :meth:`Tool.to_json` writes). This is a search, not a parse: a crafted line can hold the
     member elsewhere too, which :class:`LazyTools` catches when it parses the line."""
-    find = blob.find
-    for i, (name, start, end) in enumerate(zip(names, offsets, offsets[1:], strict=False)):
-        if find(b'"name": ' + encode_basestring(name).encode(), start, end) < 0:
-            raise SnapshotError(f"tool #{i} is named {name!r} in the header but not in its line")
+    bad = _core.line_without_name(blob, offsets, names)
+    if bad is not None:
+        raise SnapshotError(f"tool #{bad} is named {names[bad]!r} in the header but not in its line")
 
 
 def _number(value: object) -> bool:
@@ -279,7 +285,7 @@ def _options(options: object, core: _core.Index) -> Options:
     )
 
 
-def _vectors(dim: object, raw: memoryview, n: int, *, decode: bool) -> np.ndarray | None:
+def _vectors(dim: object, raw: bytes, n: int, *, decode: bool) -> np.ndarray | None:
     """The ``n`` x ``dim`` tool vectors (``None`` for ``dim`` 0, or when not ``decode``d)."""
     if type(dim) is not int or dim < 0 or len(raw) != n * dim * 4:
         raise SnapshotError(f"dim {dim!r} does not match a vector section of {len(raw)} bytes for {n} tools")

@@ -264,8 +264,8 @@ impl PyIndex {
     /// An index from snapshot bytes; a bad snapshot raises `SnapshotError`.
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        let data = data.to_vec();
-        let index = detached(py, move || Index::from_bytes(&data))??;
+        // read in place: a bytes object is immutable, and the caller holds it
+        let index = detached(py, move || Index::from_bytes(data))??;
         Ok(PyIndex {
             inner: Arc::new(index),
         })

@@ -74,6 +74,32 @@ fn json_lines<'py>(
     Ok((pyo3::types::PyBytes::new(py, &out), offsets))
 }
 
+/// CRC-32 (zlib's) of `data`, continuing from `value`; the GIL released.
+#[pyfunction]
+#[pyo3(signature = (data, value = 0))]
+fn crc32(py: Python<'_>, data: &[u8], value: u32) -> PyResult<u32> {
+    errors::detached(py, move || {
+        let mut hasher = crc32fast::Hasher::new_with_initial(value);
+        hasher.update(data);
+        hasher.finalize()
+    })
+}
+
+/// The position of the first tool line of `blob` (cut at `offsets`) that does not hold its
+/// name from `names` as `"name": <JSON string>`, or `None`.
+#[pyfunction]
+fn line_without_name(
+    py: Python<'_>,
+    blob: &[u8],
+    offsets: Vec<usize>,
+    names: Vec<Bound<'_, pyo3::types::PyString>>,
+) -> PyResult<Option<usize>> {
+    // a name that is not Unicode text (a lone surrogate) is in no line
+    let texts: Vec<&str> = names.iter().map_while(|n| n.to_str().ok()).collect();
+    let found = errors::detached(py, || jsonl::line_without_name(blob, &offsets, &texts))?;
+    Ok(found.or((texts.len() < names.len()).then_some(texts.len())))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
@@ -83,6 +109,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(definition_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(schema_text, m)?)?;
     m.add_function(wrap_pyfunction!(json_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32, m)?)?;
+    m.add_function(wrap_pyfunction!(line_without_name, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;
