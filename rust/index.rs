@@ -223,6 +223,33 @@ impl IndexBuilder {
 
     /// Freezes the builder into an immutable index.
     pub fn build(self) -> Index {
+        self.finish(false)
+    }
+
+    /// Like [`IndexBuilder::build`], the index keeping every tool's term counts so that
+    /// [`Index::subset`] can build an index of some of its tools without tokenizing them again.
+    pub fn build_with_terms(self) -> Index {
+        self.finish(true)
+    }
+
+    fn finish(self, keep_terms: bool) -> Index {
+        let postings = self.postings();
+        let nf = self.params.fields.len();
+        let terms = keep_terms.then(|| DocTerms::new(&self.counts, &self.ends, self.lens, nf));
+        let mut index = Index::assemble(
+            self.params,
+            self.vocab,
+            postings,
+            self.costs,
+            self.core,
+            self.perms,
+        );
+        index.terms = terms;
+        index
+    }
+
+    /// The postings of every tool added.
+    fn postings(&self) -> Postings {
         let nf = self.params.fields.len();
         let avg = self.average_lengths();
         let mut acc = vec![0f32; self.vocab.len()];
@@ -253,14 +280,81 @@ impl IndexBuilder {
             }
             start = end;
         }
-        Index::assemble(
-            self.params,
-            self.vocab,
-            postings.build(),
-            self.costs,
-            self.core,
-            self.perms,
-        )
+        postings.build()
+    }
+}
+
+/// Every tool's term counts as the builder made them (see [`Index::subset`]), compactly: per
+/// tool and field, its terms in the order they first occur there and their counts (one byte;
+/// [`DocTerms::MANY`] and more are looked up in `many`); and the field lengths.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DocTerms {
+    terms: Vec<TermId>,
+    counts: Vec<u8>,
+    /// The counts of [`DocTerms::MANY`] or more, by their index in `terms`.
+    many: std::collections::HashMap<usize, f32>,
+    /// End in `terms` of each field of each tool (`fields` per tool).
+    field_ends: Vec<usize>,
+    lens: Vec<f32>,
+}
+
+impl DocTerms {
+    /// The count byte of a count looked up in `many`.
+    const MANY: u8 = u8::MAX;
+
+    /// The builder's counts (`(term, field, count)` flat, tool `d` owning
+    /// `counts[ends[d-1]..ends[d]]`, fields ascending), encoded.
+    fn new(counts: &[(TermId, u16, f32)], ends: &[usize], lens: Vec<f32>, nf: usize) -> Self {
+        let mut out = DocTerms {
+            terms: Vec::with_capacity(counts.len()),
+            counts: Vec::with_capacity(counts.len()),
+            field_ends: Vec::with_capacity(ends.len() * nf),
+            lens,
+            ..DocTerms::default()
+        };
+        let mut start = 0;
+        for &end in ends {
+            let mut at = start;
+            for f in 0..nf {
+                while at < end && usize::from(counts[at].1) == f {
+                    let (term, _, count) = counts[at];
+                    if count < f32::from(Self::MANY) {
+                        out.counts.push(count as u8); // a whole number of occurrences
+                    } else {
+                        out.many.insert(out.terms.len(), count);
+                        out.counts.push(Self::MANY);
+                    }
+                    out.terms.push(term);
+                    at += 1;
+                }
+                out.field_ends.push(out.terms.len());
+            }
+            debug_assert_eq!(at, end, "fields of a tool's counts ascending");
+            start = end;
+        }
+        out
+    }
+
+    /// `(term, count)` of field `f` of tool `d`, in order.
+    fn field(&self, d: usize, f: usize, nf: usize) -> impl Iterator<Item = (TermId, f32)> + '_ {
+        let i = d * nf + f;
+        let start = if i == 0 { 0 } else { self.field_ends[i - 1] };
+        (start..self.field_ends[i]).map(|at| {
+            let count = match self.counts[at] {
+                Self::MANY => self.many[&at],
+                small => f32::from(small),
+            };
+            (self.terms[at], count)
+        })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.terms.capacity() * size_of::<TermId>()
+            + self.counts.capacity()
+            + self.many.capacity() * (size_of::<(usize, f32)>() + 1)
+            + self.field_ends.capacity() * size_of::<usize>()
+            + self.lens.capacity() * size_of::<f32>()
     }
 }
 
@@ -288,6 +382,8 @@ pub struct Index {
     pub(crate) runs: Vec<bool>,
     /// The [`member_bits`] of each term in at least `1 / MEMBERS_FROM` of the tools, by term.
     pub(crate) members: Vec<(TermId, Vec<u64>)>,
+    /// Each tool's term counts, when built with [`IndexBuilder::build_with_terms`].
+    pub(crate) terms: Option<DocTerms>,
 }
 
 impl Index {
@@ -328,6 +424,7 @@ impl Index {
             })
             .collect();
         Index {
+            terms: None,
             members,
             runs,
             sorted_costs,
@@ -410,6 +507,63 @@ impl Index {
             + self.runs.capacity()
             + self.members.capacity() * size_of::<(TermId, Vec<u64>)>()
             + members
+            + self.terms.as_ref().map_or(0, DocTerms::heap_bytes)
+    }
+
+    /// True when the index keeps its tools' term counts (see [`Index::subset`]).
+    pub fn keeps_terms(&self) -> bool {
+        self.terms.is_some()
+    }
+
+    /// The index an [`IndexBuilder`] would build from only the tools at `docs` (ascending), in
+    /// that order, each public, with its cost and core flag: every statistic (document
+    /// frequencies, field lengths, which common prefixes lose their postings) is that of those
+    /// tools alone, and term ids are given in the order the tools' terms first occur, as a
+    /// builder gives them, so scores and their ties are the same to the bit. Built from the
+    /// term counts this index keeps (see [`IndexBuilder::build_with_terms`]), without tokenizing.
+    pub fn subset(&self, docs: &[DocId]) -> Result<Index> {
+        let invalid = |reason: &str| Error::InvalidParameter {
+            name: "docs",
+            reason: reason.into(),
+        };
+        let terms = self
+            .terms
+            .as_ref()
+            .ok_or_else(|| invalid("this index keeps no term counts"))?;
+        if docs.windows(2).any(|w| w[0] >= w[1])
+            || docs.last().is_some_and(|&d| d as usize >= self.len())
+        {
+            return Err(invalid(
+                "positions must be ascending tool positions of this index",
+            ));
+        }
+        let names = self.vocab.terms();
+        let mut remap = vec![TermId::MAX; names.len()];
+        let mut builder = IndexBuilder::new(self.params.clone())?;
+        let nf = self.params.fields.len();
+        for (id, &d) in docs.iter().enumerate() {
+            let d = d as usize;
+            for f in 0..nf {
+                for (term, count) in terms.field(d, f, nf) {
+                    let new = &mut remap[term as usize];
+                    if *new == TermId::MAX {
+                        *new = builder.vocab.intern(names[term as usize]);
+                    }
+                    builder.counts.push((*new, f as u16, count));
+                }
+            }
+            builder.ends.push(builder.counts.len());
+            builder
+                .lens
+                .extend_from_slice(&terms.lens[d * nf..(d + 1) * nf]);
+            builder.costs.push(self.costs[d]);
+            builder.perms.push_doc::<&str>(&[]);
+            if self.is_core[d] {
+                builder.core.push(id as DocId);
+            }
+        }
+        builder.vocab.keep_words(&self.vocab, &remap);
+        Ok(builder.build())
     }
 
     /// The mask of a caller holding `perms`. A mask is only meaningful for the index that made
@@ -1217,8 +1371,70 @@ pub(crate) mod tests {
             assert_eq!(before[0].doc, 0);
         }
 
+        /// [`build`], keeping the term counts.
+        fn build_with_terms(docs: &[Doc]) -> Index {
+            let perms = ["", "a", "b", "c"];
+            let mut b = IndexBuilder::new(two_field_index([]).params.clone()).unwrap();
+            for (name, desc, p, core, cost_tokens) in docs {
+                let perm = perms[*p as usize];
+                let required: Vec<&str> = if perm.is_empty() { vec![] } else { vec![perm] };
+                let doc = DocInput {
+                    fields: &[name, desc],
+                    perms: &required,
+                    cost_tokens: *cost_tokens,
+                    core: *core,
+                };
+                b.add(&doc).unwrap();
+            }
+            b.build_with_terms()
+        }
+
+        #[test]
+        fn a_subset_needs_term_counts_and_ascending_positions() {
+            let docs: Vec<Doc> = vec![("a".into(), "order".into(), 0, false, 5); 3];
+            assert!(build(&docs).subset(&[0]).is_err());
+            let full = build_with_terms(&docs);
+            assert!(full.subset(&[1, 0]).is_err() && full.subset(&[3]).is_err());
+            assert_eq!(full.subset(&[]).unwrap().len(), 0);
+            assert!(full.keeps_terms() && !full.subset(&[2]).unwrap().keeps_terms());
+        }
+
+        #[test]
+        fn a_subset_keeps_counts_of_hundreds_of_occurrences() {
+            let many = "order ".repeat(300) + &"refund ".repeat(255);
+            let docs: Vec<Doc> = vec![
+                ("a".into(), many.clone(), 0, false, 5),
+                ("b".into(), "order refund".into(), 1, false, 5),
+                ("c".into(), many, 0, true, 5),
+            ];
+            let sub = build_with_terms(&docs).subset(&[0, 2]).unwrap();
+            let alone = build(&[docs[0].clone(), docs[2].clone()]);
+            let (a, b) = (sub.caller::<&str>(&[]), alone.caller::<&str>(&[]));
+            for q in ["order", "refund", "ordering refunds"] {
+                assert_eq!(sub.search(q, &a, 5), alone.search(q, &b, 5));
+                assert_eq!(sub.select(q, &a, 100, None), alone.select(q, &b, 100, None));
+            }
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(400))]
+
+            /// Derived query words reach the prefix terms (``refunding`` → ``^refu``).
+            #[test]
+            fn a_subset_ranks_and_selects_as_an_index_of_its_tools_alone(docs in catalog(), keep in proptest::collection::vec(proptest::bool::ANY, 60), q in proptest::collection::vec(0..WORDS.len() + 3, 1..6), k in 1usize..15, budget in 0u64..400) {
+                let full = build_with_terms(&docs);
+                let kept: Vec<DocId> = (0..docs.len() as DocId).filter(|&d| keep[d as usize]).collect();
+                let sub = full.subset(&kept).unwrap();
+                let public: Vec<Doc> = kept.iter().map(|&d| (docs[d as usize].0.clone(), docs[d as usize].1.clone(), 0, docs[d as usize].3, docs[d as usize].4)).collect();
+                let alone = build(&public);
+                let words = |i: usize| WORDS.get(i).copied().unwrap_or_else(|| ["refunding", "ordering", "shipping"][i - WORDS.len()]);
+                let query = q.iter().map(|&w| words(w)).collect::<Vec<_>>().join(" ");
+                let (a, b) = (sub.caller::<&str>(&[]), alone.caller::<&str>(&[]));
+                prop_assert_eq!((sub.len(), sub.num_terms(), sub.num_postings()), (alone.len(), alone.num_terms(), alone.num_postings()));
+                prop_assert_eq!(sub.search(query.as_str(), &a, k), alone.search(query.as_str(), &b, k));
+                let (x, y) = (sub.select(query.as_str(), &a, budget, None), alone.select(query.as_str(), &b, budget, None));
+                prop_assert_eq!((x.selected, x.used_tokens, x.dropped), (y.selected, y.used_tokens, y.dropped));
+            }
 
             #[test]
             fn pruned_search_equals_exhaustive_scoring(docs in catalog(), q in proptest::collection::vec(0..WORDS.len(), 0..6), k in 0usize..20, who in 0usize..3) {

@@ -112,6 +112,20 @@ impl Vocab {
         Some(self)
     }
 
+    /// Remembers the words of `parent` whose term `remap` keeps (`TermId::MAX`: dropped), with
+    /// their terms and prefix terms renumbered by `remap` (a prefix it drops: none). A query
+    /// word then finds what it would in a dictionary built from the kept tools alone: its own
+    /// term, and its prefix term where those tools have it.
+    pub(crate) fn keep_words(&mut self, parent: &Vocab, remap: &[TermId]) {
+        let kept = |id: TermId| Some(remap[id as usize]).filter(|&t| t != TermId::MAX);
+        for (word, terms) in &parent.words {
+            if let Some(term) = kept(terms.term) {
+                let prefix = terms.prefix.and_then(kept);
+                self.words.insert(word.clone(), WordTerms { term, prefix });
+            }
+        }
+    }
+
     /// Every term, indexed by its id.
     pub fn terms(&self) -> Vec<&str> {
         let mut out = vec![""; self.ids.len()];

@@ -50,14 +50,13 @@ class Hit(NamedTuple):
 
 
 class _Scoring(NamedTuple):
-    """What a per-caller index is built with, besides the tools: field weights and ``b``, ``k1``,
-    the prefix weight and every tool's token cost (kept only for ``statistics='caller'``)."""
+    """What the core index was built with besides the tools: field weights and ``b``, ``k1`` and
+    the prefix weight."""
 
     weights: list[float]
     bs: list[float]
     k1: float
     prefix_weight: float
-    costs: list[int]
 
 
 _TenantEntry = tuple[Any, np.ndarray, Any]
@@ -249,9 +248,9 @@ class Index:
             [t.core for t in self._tools],
             k1=_number("k1", k1),
             prefix_weight=_number("prefix_weight", prefix_weight),
+            keep_terms=statistics == "caller",  # the per-caller indexes are cut from its term counts
         )
-        scoring = _Scoring(weights, bs, float(k1), float(prefix_weight), costs if statistics == "caller" else [])
-        self._set_statistics(statistics, scoring, tenant_cache_bytes, columns)
+        self._set_statistics(statistics, _Scoring(weights, bs, float(k1), float(prefix_weight)), tenant_cache_bytes)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
 
     def _scan(self, policy: str) -> tuple[Finding, ...]:
@@ -263,14 +262,14 @@ class Index:
         self._withheld = {f.tool for f in findings} if policy == "withhold" else set()
         return findings
 
-    def _set_statistics(
-        self, statistics: str, build: _Scoring, cache_bytes: int, columns: list[Any] | None = None
-    ) -> None:
+    def _set_statistics(self, statistics: str, build: _Scoring, cache_bytes: int) -> None:
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         self._statistics, self._build = statistics, build
-        # per-field texts of every tool, kept for the per-caller indexes (after load: made on first use)
-        self._columns = columns if statistics == "caller" else None
+        # the core index whose term counts the per-caller indexes are cut from: the index's own
+        # when built with statistics="caller", else (after load, or a mode overridden at load)
+        # one built from the tools on first use
+        self._terms: Any = self._core if self._core.keeps_terms else None
         # permission set -> (its index, position map and caller; the bytes they hold), least
         # recently used first; _tenant_bytes is the sum, _tenant_builds counts the indexes built
         self._tenants: OrderedDict[tuple[str, ...], tuple[_TenantEntry, int]] = OrderedDict()
@@ -290,25 +289,30 @@ class Index:
             if found is not None:
                 self._tenants.move_to_end(key)
                 return found[0]
-        build = self._build
-        if self._columns is None:
-            self._columns = field_columns(self._tools)
         keep = np.flatnonzero(self._core.allowed_mask(self._mask(perms))).astype(np.uint32)
-        kept = keep.tolist()
-        sub = _core.Index(
-            [[column[i] for i in kept] for column in self._columns],
-            build.weights,
-            build.bs,
-            [_PUBLIC] * len(kept),
-            [build.costs[i] for i in kept],
-            [self._tools[i].core for i in kept],
-            k1=build.k1,
-            prefix_weight=build.prefix_weight,
-        )
+        # the index an index of the allowed tools alone would be, cut from the term counts
+        sub = self._term_counts().subset(keep)
         entry = (sub, keep, sub.caller([]))
         # the caller's mask holds two bits per tool of its index (allowed, candidates)
-        self._remember(key, entry, sub.memory_bytes() + keep.nbytes + (len(kept) + 63) // 64 * 16)
+        self._remember(key, entry, sub.memory_bytes() + keep.nbytes + (len(keep) + 63) // 64 * 16)
         return entry
+
+    def _term_counts(self) -> Any:
+        """A core index of every tool that keeps their term counts (see ``_set_statistics``)."""
+        if self._terms is None:  # two threads may both build it: the same index either way
+            core, build, n = self._core, self._build, len(self._tools)
+            self._terms = _core.Index(
+                field_columns(self._tools),
+                build.weights,
+                build.bs,
+                [_PUBLIC] * n,
+                [core.cost(i) for i in range(n)],
+                [core.is_core(i) for i in range(n)],
+                k1=build.k1,
+                prefix_weight=build.prefix_weight,
+                keep_terms=True,
+            )
+        return self._terms
 
     def _remember(self, key: tuple[str, ...], entry: _TenantEntry, size: int) -> None:
         """Caches ``entry`` as the most recently used, then drops the least recently used ones
@@ -486,10 +490,9 @@ class Index:
         index._tools, index._positions, index._core = positions.tools, positions, core
         index.findings, index._withheld = (), set()
         mode = options["statistics"] if statistics is None else statistics
-        costs = [core.cost(i) for i in range(len(core))] if mode == "caller" else []
         scoring = options["scoring"]
         # the header's scoring equals the core's own parameters (checked by load)
-        build = _Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight, costs)
+        build = _Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight)
         index._set_statistics(mode, build, tenant_cache_bytes)
         index._set_ranking(embedder, options["alpha"], rerank, options["depth"], dense_options, vectors)
         return index

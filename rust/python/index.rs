@@ -201,6 +201,7 @@ fn build(
     costs: &[u32],
     core: &[bool],
     params: Bm25Params,
+    keep_terms: bool,
 ) -> PyResult<Index> {
     let n = costs.len();
     check_len("perms", perms.len(), n)?;
@@ -218,13 +219,19 @@ fn build(
         let (b, builder) = (&batch, &mut builder);
         detached(py, move || b.add(builder, costs, core))??;
     }
-    detached(py, move || builder.build())
+    detached(py, move || {
+        if keep_terms {
+            builder.build_with_terms()
+        } else {
+            builder.build()
+        }
+    })
 }
 
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = 0.9, prefix_weight = DEFAULT_PREFIX_WEIGHT))]
+    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = 0.9, prefix_weight = DEFAULT_PREFIX_WEIGHT, keep_terms = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -236,6 +243,7 @@ impl PyIndex {
         core: Vec<bool>,
         k1: f32,
         prefix_weight: f32,
+        keep_terms: bool,
     ) -> PyResult<Self> {
         check_len("bs", bs.len(), weights.len())?;
         let fields_params = weights
@@ -248,10 +256,26 @@ impl PyIndex {
             fields: fields_params,
             prefix_weight,
         };
-        let built = build(py, &fields, &perms, &costs, &core, params)?;
+        let built = build(py, &fields, &perms, &costs, &core, params, keep_terms)?;
         Ok(PyIndex {
             inner: Arc::new(built),
         })
+    }
+
+    /// The index of only the tools at `positions` (ascending), each public (see
+    /// `Index::subset`); needs an index built with `keep_terms=True`.
+    fn subset(&self, py: Python<'_>, positions: PyReadonlyArray1<'_, u32>) -> PyResult<Self> {
+        let (idx, docs) = (&*self.inner, positions.as_slice()?);
+        let sub = detached(py, move || idx.subset(docs))??;
+        Ok(PyIndex {
+            inner: Arc::new(sub),
+        })
+    }
+
+    /// True when the index keeps its tools' term counts (built with `keep_terms=True`).
+    #[getter]
+    fn keeps_terms(&self) -> bool {
+        self.inner.keeps_terms()
     }
 
     /// The index as snapshot bytes (format version and checksum included).
