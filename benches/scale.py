@@ -9,7 +9,9 @@ over stdio, ``benches/catalog_server.py``): its first ``tools/list`` once the in
 second one, and ``tool_search`` round trips with the official SDK client. Times are medians
 unless a path runs once; memory is the resident-set growth of this process.
 
-    python benches/scale.py [--sizes 1000 10000 100000] [--gateway-sizes 1000 10000 100000]
+    python benches/scale.py [--sizes 1000 10000 100000] [--gateway-sizes [1000 10000 100000]]
+
+(``--gateway-sizes`` with no sizes runs the library's paths only.)
 """
 
 from __future__ import annotations
@@ -216,7 +218,9 @@ def run(sizes: list[int], gateway_sizes: list[int]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--gateway-sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument(
+        "--gateway-sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="none given: no gateway runs"
+    )
     args = parser.parse_args()
     print(run(args.sizes, args.gateway_sizes))
 
