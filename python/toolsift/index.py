@@ -233,9 +233,13 @@ class Index:
     ) -> None:
         self._group_by = _group_function(group_by)
         self._group_table: _GroupTable | None = None
-        self._tools: Sequence[Tool] = tuple(catalog if isinstance(catalog, Catalog) else Catalog(catalog))
+        given = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
+        self._tools: Sequence[Tool] = tuple(given)
         self.findings = self._scan(scan)
-        self._positions: Mapping[str, int] = {t.name: i for i, t in enumerate(self._tools)}
+        # the catalog's own map of positions (copied: the caller's catalog could still grow)
+        self._positions: Mapping[str, int] = (
+            dict(given._positions) if type(given) is Catalog else {t.name: i for i, t in enumerate(self._tools)}
+        )
         costs = _costs(self._tools, count_tokens or default_token_count)
         columns = field_columns(self._tools)
         weights, bs = field_params(field_weights, b)
