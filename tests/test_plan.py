@@ -11,10 +11,12 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolsift as ts
 from toolsift.assemble import default_token_count
-from toolsift.plan import Tier
+from toolsift.plan import Plan, Planner, Tier, default_group
 
 TOPICS = ["bucket", "queue", "table", "function", "instance", "volume", "secret", "stream", "domain", "cluster"]
 VERBS = ["create", "delete", "describe", "list", "update", "tag", "copy", "restore"]
@@ -115,3 +117,33 @@ def test_tool_search_with_a_group_finds_the_tools_in_it() -> None:
     assert found({"query": "unseal zebracorn", "group": "no_such_group"}) == []
     with pytest.raises(ts.errors.InvalidParameterError):
         box.call("tool_search", {"query": "x", "group": 3})
+
+
+TEXT = st.text(alphabet=st.sampled_from([*'ab_ "\\\n\t\x01é—😀', "Z", "q"]), max_size=12)
+NAME = st.text(alphabet=st.sampled_from([*'ab_."\\é—😀', "Z", "q"]), max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), NAME, TEXT, st.integers(1, 60)), min_size=1, max_size=60),
+    st.integers(0, 2_500),
+    st.sets(st.integers(0, 59), max_size=6),
+    st.sets(st.integers(0, 59), max_size=3),
+)
+def test_measured_plans_equal_plans_counted_state_by_state(
+    rows: list[tuple[int, str, str, int]], budget: int, core: set[int], pinned: set[int]
+) -> None:
+    """The default counter's arithmetic (running sums of escaped byte sizes) picks exactly the plan
+    that building and counting every tested description picks, for any text JSON must escape."""
+    tools = [ts.Tool(f"g{g}__t{i}{name}", description) for i, (g, name, description, _) in enumerate(rows)]
+    size = {t.name: cost for t, (_, _, _, cost) in zip(tools, rows, strict=True)}
+    names = [t.name for t in tools]
+    start = {n: Tier.CORE if i in core | pinned else Tier.LISTED for i, n in enumerate(names)}
+    held = {names[i] for i in pinned if i < len(names)}
+
+    def plan(count: Any) -> Plan:
+        planner = Planner(tools, dict(start), held, size, lambda n: len(n) % 3, count, default_group)
+        return planner.plan(budget)
+
+    measured, counted = plan(default_token_count), plan(lambda d: default_token_count(d))
+    assert measured == counted
