@@ -266,6 +266,10 @@ class Toolbox:
             self.usage.record(self._user, name)
 
     def _search(self, arguments: Mapping[str, Any]) -> str:
+        return json.dumps([t.definition() for t in self.search_tools(arguments)], ensure_ascii=False)
+
+    def search_tools(self, arguments: Mapping[str, Any]) -> list[Tool]:
+        """The tools ``tool_search`` called with ``arguments`` returns (the caller's tools only)."""
         query, limit = arguments.get("query", ""), arguments.get("limit", DEFAULT_LIMIT)
         group = arguments.get("group")
         if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
@@ -281,7 +285,7 @@ class Toolbox:
             found = self._in_group(group, query, limit)
         else:
             found = [h.tool for h in self.index.search(query, k=limit, caller=self._perms)]
-        return json.dumps([t.definition() for t in found], ensure_ascii=False)
+        return found
 
     def _in_group(self, group: str, query: str, limit: int) -> list[Tool]:
         """The best ``limit`` tools of ``group`` for ``query`` (the caller's tools only); without a
