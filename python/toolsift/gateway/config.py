@@ -103,12 +103,14 @@ class GatewayConfig:
     log_max_bytes: int = 64 * 2**20
     log_backups: int = 3
     budget_tokens: int = 4000
+    max_description_chars: int = 16_384
     call_timeout: float = 30.0
     debounce: float = 0.2
     strict_schema_changes: bool = False
     scan: str = "report"
     statistics: str = "caller"
     session_idle_timeout: float = 300.0
+    json_response: bool = True
     max_sessions: int = 10_000
     max_sessions_per_caller: int = 100
     allowed_hosts: tuple[str, ...] = ()
@@ -128,7 +130,14 @@ class GatewayConfig:
                 raise fail(f"must be one of {names}, not {getattr(self, key)!r}", f"gateway.{key}")
         if not 0 <= self.port < 65536:
             raise fail("must be in 0..65535", "gateway.port")
-        for key in ("budget_tokens", "max_sessions", "max_sessions_per_caller", "log_max_bytes"):
+        positive = (
+            "budget_tokens",
+            "max_description_chars",
+            "max_sessions",
+            "max_sessions_per_caller",
+            "log_max_bytes",
+        )
+        for key in positive:
             if getattr(self, key) <= 0:
                 raise fail("must be a positive integer", f"gateway.{key}")
         for key in ("call_timeout", "session_idle_timeout"):
@@ -281,12 +290,14 @@ _GATEWAY_KEYS: dict[str, type | tuple[type, ...]] = {
     "log_max_bytes": int,
     "log_backups": int,
     "budget_tokens": int,
+    "max_description_chars": int,
     "call_timeout": (int, float),
     "debounce": (int, float),
     "strict_schema_changes": bool,
     "scan": str,
     "statistics": str,
     "session_idle_timeout": (int, float),
+    "json_response": bool,
     "max_sessions": int,
     "max_sessions_per_caller": int,
     "allowed_hosts": tuple,

@@ -13,6 +13,7 @@ is built beside the one in service and swapped in whole, so every request sees e
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import logging
@@ -50,6 +51,16 @@ MAX_LOG_CHARS = 2000
 #: Most names in one list of a log record (``reindex``'s added/removed/changed), and most lines of
 #: one kind (``schema_changed``, ``invalid_tool``, ``poisoned``) per listing; the rest are counted.
 MAX_LOG_ITEMS = 100
+#: ``tool_search`` runs on the event loop when it is a plain search of at most this many tools
+#: with a query of at most :data:`INLINE_QUERY_CHARS` (tens of microseconds in the Rust core, less
+#: than the hop to a worker thread), and in a worker thread otherwise (``group``, long queries,
+#: large limits, a per-caller index not built yet). ``benches/gateway_load.py`` chose them.
+INLINE_LIMIT = 50
+INLINE_QUERY_CHARS = 1000
+
+#: The caller of the HTTP request being served, set by :class:`_Authenticate` for the SDK's
+#: request-scoped hooks that get no context (``get_tool_input_schema``).
+_REQUEST_CALLER: contextvars.ContextVar[CallerConfig | None] = contextvars.ContextVar("caller", default=None)
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,8 @@ class Entry:
     tool: Tool
     digest: str
     hidden: bool = False
+    cut_from: int = 0
+    """The length in characters of the upstream's description when the gateway cut it, else 0."""
 
 
 Permissions = tuple[str, ...]
@@ -68,10 +81,12 @@ Permissions = tuple[str, ...]
 
 @dataclass
 class Listing:
-    """What the gateway answers one permission set with: its toolbox and its ``tools/list`` tools."""
+    """What the gateway answers one permission set with: its toolbox, its ``tools/list`` tools and
+    their input schemas by name."""
 
     toolbox: Toolbox
     tools: list[types.Tool]
+    schemas: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,6 +99,8 @@ class Version:
     index: Index
     listings: dict[Permissions, Listing] = field(default_factory=dict)
     building: dict[Permissions, anyio.Lock] = field(default_factory=dict)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the listing of every configured caller's permission set is built."""
 
 
 def digest(tool: types.Tool) -> str:
@@ -188,6 +205,7 @@ class Gateway:
         self.server = self._build_server()
         self.port: int | None = None
         self.started = anyio.Event()
+        self._task_group: anyio.abc.TaskGroup | None = None
 
     # -- callers -------------------------------------------------------------------------------
     def _authenticate(self, token: str | None) -> CallerConfig | None:
@@ -211,9 +229,9 @@ class Gateway:
         name, notes = namespaced(server, tool.name), _annotations(tool)
         perms, hidden = permissions_of(self.config, server, name, notes)
         pinned = tool.name in self.config.server(server).pinned
-        described = tool.description or tool.title or ""
+        described, cut_from = _cut(tool.description or tool.title or "", self.config.max_description_chars)
         item = Tool(name, described, tool.input_schema, permissions=perms, core=pinned, annotations=notes)
-        return Entry(server, tool.name, item, digest(tool), hidden)
+        return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
 
     async def apply(self, server: str, tools: list[types.Tool]) -> None:
         """Applies a complete listing of ``server``: adds, removes and updates only what changed."""
@@ -231,6 +249,7 @@ class Gateway:
                     continue
                 fresh[entry.tool.name] = entry
             self.log.write_each("invalid_tool", invalid)
+            self._report_cuts(server, [e for e in fresh.values() if e.cut_from])
             old = {n: e for n, e in self._table.items() if e.server == server}
             old.update({n: e for n, e in self._held.items() if e.server == server and n not in old})
             added = [n for n in fresh if n not in old]
@@ -254,6 +273,27 @@ class Gateway:
             self.log.write("reindex", server=server, added=added, removed=removed, changed=changed)
             await self._swap()
 
+    def _report_cuts(self, server: str, cut: list[Entry]) -> None:
+        """Logs each description the gateway cut (a line per tool, bounded) and says how many on
+        stderr, so that no upstream text is ever dropped unseen; :meth:`truncated` keeps the count."""
+        limit = self.config.max_description_chars
+        self.log.write_each(
+            "description_truncated",
+            ({"server": server, "tool": e.tool.name, "chars": e.cut_from, "kept": limit} for e in cut),
+        )
+        if cut:
+            names = ", ".join(e.tool.name for e in cut[:3]) + (f" and {len(cut) - 3} more" if len(cut) > 3 else "")
+            print(
+                f"toolsift gateway: {server}: cut {len(cut):,} tool description(s) to {limit:,} characters "
+                f"(max_description_chars): {names}",
+                file=sys.stderr,
+            )
+            log.warning("%s: cut %d tool description(s) to %d characters", server, len(cut), limit)
+
+    def truncated(self) -> dict[str, int]:
+        """Tools in service whose upstream description the gateway cut: ``{name: original length}``."""
+        return {n: e.cut_from for n, e in self.version.entries.items() if e.cut_from}
+
     def _current_digest(self, name: str) -> str:
         held = self._held.get(name)
         return held.digest if held is not None else self._table[name].digest
@@ -275,8 +315,37 @@ class Gateway:
             "poisoned",
             ({"tool": f.tool, "field": f.field, "kind": f.kind, "detail": f.detail, "withheld": withheld} for f in new),
         )
-        self.version = Version(self.version.number + 1, live, index)
+        self.version = version = Version(self.version.number + 1, live, index)
         await self._notify()
+        if self._task_group is not None:  # serving (run); a bare apply() builds listings on demand
+            self._task_group.start_soon(self._prepare, version)
+
+    def permission_sets(self) -> list[Permissions]:
+        """The distinct permission sets of the configured callers (or of the anonymous caller)."""
+        callers = self.config.callers or (self._anonymous,)
+        return sorted({_key(c) for c in callers})
+
+    async def _prepare(self, version: Version) -> None:
+        """Builds the listing of every configured permission set, one after another in a worker
+        thread, right after ``version`` goes into service, so a caller's first ``tools/list``
+        is answered from the cache. A request for a set not built yet builds it itself (a set
+        being built is waited for, never built twice), so a slow plan for one caller never
+        holds up another's first request."""
+        started = time.perf_counter()
+        for perms in self.permission_sets():
+            if version is not self.version:
+                return  # a newer version is in service; its own preparation builds its listings
+            await self._listing(version, perms)
+        version.ready.set()
+        ms = (time.perf_counter() - started) * 1e3
+        cut = sum(1 for e in version.entries.values() if e.cut_from)
+        tools = len(version.entries)
+        self.log.write("ready", version=version.number, tools=tools, truncated=cut, listings_ms=round(ms, 1))
+        print(
+            f"toolsift gateway: version {version.number} ready: {tools:,} tools ({cut:,} descriptions cut), "
+            f"{len(version.listings)} listings in {ms:.0f} ms",
+            file=sys.stderr,
+        )
 
     def held(self) -> dict[str, tuple[str, str]]:
         """Schema changes waiting for acknowledgement: ``{name: (old digest, new digest)}``."""
@@ -321,10 +390,11 @@ class Gateway:
         loop, so other callers' requests go on being served meanwhile.
         """
         v = version or self.version
-        key = tuple(sorted(set(caller.permissions)))
+        key = _key(caller)
         found = v.listings.get(key)
-        if found is not None:
-            return found
+        return found if found is not None else await self._listing(v, key)
+
+    async def _listing(self, v: Version, key: Permissions) -> Listing:
         async with v.building.setdefault(key, anyio.Lock()):
             found = v.listings.get(key)
             if found is None:
@@ -336,9 +406,29 @@ class Gateway:
         tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens)
         handlers = {name: self._runner(entry) for name, entry in v.entries.items()}
         box = Toolbox(v.index, tiers=tiers, caller=list(perms), handlers=handlers)
-        tools = [types.Tool.model_validate(d) for d in box.tools("mcp")]
+        definitions = box.tools("mcp")
+        tools = [types.Tool.model_validate(d) for d in definitions]
         v.index.search("", k=0, caller=perms)  # builds the caller's own index now (statistics="caller")
-        return Listing(box, tools)
+        return Listing(
+            box, tools, {d["name"]: d["inputSchema"] for d in definitions if d["name"] not in (SEARCH, CALL)}
+        )
+
+    def _input_schema(self, name: str) -> Any | None:
+        """The input schema of a tool in the requesting caller's ``tools/list``, for the SDK's
+        ``Mcp-Param-*`` header check of 2026-07-28 requests (which otherwise runs the whole
+        ``tools/list`` handler for every ``tools/call``). ``None`` (nothing to check) for the
+        meta-tools, whose schemas declare no headers, and for any tool the caller may not see."""
+        caller = _REQUEST_CALLER.get()
+        if caller is None or name in (SEARCH, CALL):
+            return None
+        v, key = self.version, _key(caller)
+        listing = v.listings.get(key)
+        if listing is not None:
+            return listing.schemas.get(name)
+        entry = v.entries.get(name)
+        if entry is None or not entry.tool.core or not v.index.allows(key, name):
+            return None
+        return entry.tool.parameters
 
     def _runner(self, entry: Entry) -> Any:
         upstream = self.upstreams[entry.server]
@@ -355,6 +445,7 @@ class Gateway:
             "toolsift-gateway",
             version=_version(),
             instructions="Find tools with tool_search, then run them with call_tool.",
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
@@ -379,10 +470,14 @@ class Gateway:
             return await self._review(arguments)
         if name == SEARCH:
             try:
-                text = await anyio.to_thread.run_sync(box.call, SEARCH, arguments)
+                if self._inline(version, caller, arguments):
+                    found = box.search_tools(arguments)
+                else:
+                    found = await anyio.to_thread.run_sync(box.search_tools, arguments)
             except InvalidParameterError as e:
                 return _error(str(e))
-            chosen = [d["name"] for d in json.loads(text)]
+            text = json.dumps([t.definition() for t in found], ensure_ascii=False)
+            chosen = [t.name for t in found]
             ms = (time.perf_counter() - started) * 1e3
             query = arguments.get("query")
             self.log.write("search", caller=caller.name, query=query, tools=chosen, version=version.number, ms=ms)
@@ -407,6 +502,17 @@ class Gateway:
         )
         return result
 
+    def _inline(self, version: Version, caller: CallerConfig, arguments: Mapping[str, Any]) -> bool:
+        """Whether a ``tool_search`` is cheap enough to run on the event loop (see
+        :data:`INLINE_LIMIT`): no group, a short query, a small limit, and the caller's own
+        index already built (``statistics = "caller"``)."""
+        query, limit = arguments.get("query", ""), arguments.get("limit", 5)
+        if arguments.get("group") is not None or not isinstance(query, str) or len(query) > INLINE_QUERY_CHARS:
+            return False
+        if query.startswith("group:") or not isinstance(limit, int) or limit > INLINE_LIMIT:
+            return False
+        return self.config.statistics == "shared" or _key(caller) in getattr(version.index, "_tenants", {})
+
     async def _review(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         accept = arguments.get("accept", [])
         if not isinstance(accept, list) or not all(isinstance(n, str) for n in accept):
@@ -422,6 +528,7 @@ class Gateway:
         """Starts the upstreams and serves downstream clients until cancelled."""
         try:
             async with anyio.create_task_group() as tg:
+                self._task_group = tg
                 for upstream in self.upstreams.values():
                     tg.start_soon(upstream.run)
                 with anyio.move_on_after(startup_timeout):
@@ -455,6 +562,7 @@ class Gateway:
             transport_security=_transport_security(c),
             session_idle_timeout=c.session_idle_timeout,
             max_sessions=c.max_sessions,
+            json_response=c.json_response,
         )
         _limit_sessions_per_caller(self.server, c.max_sessions_per_caller)
         app = _Authenticate(mcp_app, self)
@@ -550,7 +658,25 @@ class _Authenticate:
                 await send({"type": "http.response.body", "body": body})
                 return
             scope = {**scope, "user": AuthenticatedUser(AccessToken(token="", client_id=caller.name, scopes=[]))}
+            reset = _REQUEST_CALLER.set(caller)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _REQUEST_CALLER.reset(reset)
+            return
         await self.app(scope, receive, send)
+
+
+def _cut(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters with a note saying so, and its length when cut (else 0)."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit] + f" …[cut by the gateway: {len(text) - limit:,} more characters]", len(text)
+
+
+def _key(caller: CallerConfig) -> Permissions:
+    """The key of a caller's listing: its distinct permissions, sorted."""
+    return tuple(sorted(set(caller.permissions)))
 
 
 def token_of(headers: Mapping[str, str]) -> str | None:
