@@ -26,7 +26,7 @@ from toolsift import cli
 from toolsift.errors import GatewayConfigError
 from toolsift.gateway import load_config, parse
 from toolsift.gateway.config import GatewayConfig, Rule, ServerConfig, permissions_of
-from toolsift.gateway.server import MAX_LOG_CHARS, MAX_LOG_ITEMS, EventLog, Gateway
+from toolsift.gateway.server import _REQUEST_CALLER, MAX_LOG_CHARS, MAX_LOG_ITEMS, EventLog, Gateway
 from toolsift.gateway.upstream import Upstream
 from toolsift.tiers import Toolbox
 
@@ -325,3 +325,24 @@ def test_random_requests_never_reveal_a_hidden_tool(gateway: Gateway) -> None:
 
     anyio.run(scenario)
     assert answers == 300
+
+
+def test_the_mcp_param_check_sees_only_schemas_of_tools_listed_to_the_caller(gateway: Gateway) -> None:
+    alice, bob = gateway.config.caller_for_token(ALICE), gateway.config.caller_for_token(BOB)
+    pinned = gateway.version.entries["files__read_file"].tool.parameters
+
+    def schema(caller: Any, name: str) -> Any:  # what the SDK's header check of a 2026-07-28 call gets
+        token = _REQUEST_CALLER.set(caller)
+        try:
+            return gateway._input_schema(name)
+        finally:
+            _REQUEST_CALLER.reset(token)
+
+    for cached in (True, False):  # from the caller's listing, and from the tool table before it is built
+        if not cached:
+            gateway.version.listings.clear()
+        assert schema(alice, "files__read_file") == pinned
+        assert schema(bob, "files__read_file") is None  # not bob's: as for a tool that does not exist
+        assert schema(alice, "files__delete_file") is None  # needs "admin"
+        assert schema(alice, "weather__get_forecast") is None  # found through tool_search, not listed
+        assert schema(alice, "tool_search") is None and schema(None, "files__read_file") is None

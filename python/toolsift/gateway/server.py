@@ -36,7 +36,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import InvalidParameterError, ToolsiftError, UnknownToolError, UpstreamError
 from ..index import Index
-from ..plan import CALL, SEARCH
+from ..plan import CALL, DEFAULT_LIMIT, SEARCH
 from ..registry import Catalog, Tool
 from ..tiers import Toolbox, ToolTierOptions
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
@@ -52,9 +52,10 @@ MAX_LOG_CHARS = 2000
 #: one kind (``schema_changed``, ``invalid_tool``, ``poisoned``) per listing; the rest are counted.
 MAX_LOG_ITEMS = 100
 #: ``tool_search`` runs on the event loop when it is a plain search of at most this many tools
-#: with a query of at most :data:`INLINE_QUERY_CHARS` (tens of microseconds in the Rust core, less
-#: than the hop to a worker thread), and in a worker thread otherwise (``group``, long queries,
-#: large limits, a per-caller index not built yet). ``benches/gateway_load.py`` chose them.
+#: with a query of at most :data:`INLINE_QUERY_CHARS`, and in a worker thread otherwise (``group``,
+#: longer queries, larger limits, a per-caller index not built yet). A plain search of 5 costs
+#: about 100 µs at 1k-100k tools (``benches/scale.py``, "Toolbox tool_search µs"), less than the
+#: hop to a thread and back; these bounds keep an inline one well under a millisecond.
 INLINE_LIMIT = 50
 INLINE_QUERY_CHARS = 1000
 
@@ -100,7 +101,8 @@ class Version:
     listings: dict[Permissions, Listing] = field(default_factory=dict)
     building: dict[Permissions, anyio.Lock] = field(default_factory=dict)
     ready: anyio.Event = field(default_factory=anyio.Event)
-    """Set once the listing of every configured caller's permission set is built."""
+    """Set once the listing of every configured caller's permission set is built (one that fails
+    is logged, and its callers get the error on their requests)."""
 
 
 def digest(tool: types.Tool) -> str:
@@ -335,7 +337,11 @@ class Gateway:
         for perms in self.permission_sets():
             if version is not self.version:
                 return  # a newer version is in service; its own preparation builds its listings
-            await self._listing(version, perms)
+            try:
+                await self._listing(version, perms)
+            except Exception as e:  # the set's own requests get the error; the others are built
+                log.warning("could not build the listing of %s: %s", perms, e)
+                self.log.write("listing_failed", version=version.number, permissions=list(perms), error=str(e))
         version.ready.set()
         ms = (time.perf_counter() - started) * 1e3
         cut = sum(1 for e in version.entries.values() if e.cut_from)
@@ -506,11 +512,13 @@ class Gateway:
         """Whether a ``tool_search`` is cheap enough to run on the event loop (see
         :data:`INLINE_LIMIT`): no group, a short query, a small limit, and the caller's own
         index already built (``statistics = "caller"``)."""
-        query, limit = arguments.get("query", ""), arguments.get("limit", 5)
+        query, limit = arguments.get("query", ""), arguments.get("limit", DEFAULT_LIMIT)
         if arguments.get("group") is not None or not isinstance(query, str) or len(query) > INLINE_QUERY_CHARS:
             return False
         if query.startswith("group:") or not isinstance(limit, int) or limit > INLINE_LIMIT:
             return False
+        # Index keeps its per-caller indexes in _tenants (keyed like _key); a public "is it built"
+        # would be better, and without the attribute every search takes the thread
         return self.config.statistics == "shared" or _key(caller) in getattr(version.index, "_tenants", {})
 
     async def _review(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
