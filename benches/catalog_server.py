@@ -1,13 +1,14 @@
 """An upstream MCP server (official SDK, stdio) that lists the tools of a toolsift JSONL catalog in
 pages of 500 and answers every call with the tool's name: the gateway's upstream in
-``benches/scale.py``.
+``benches/scale.py``. With ``--huge-every K --huge-chars C`` every K-th tool's description is
+padded to C characters (upstreams with megabyte descriptions).
 
-    python benches/catalog_server.py tools.jsonl
+    python benches/catalog_server.py tools.jsonl [--huge-every 1000 --huge-chars 1000000]
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import anyio
 import mcp_types as types
@@ -17,9 +18,22 @@ from mcp.server.stdio import stdio_server
 import toolsift as ts
 
 PAGE = 500
+parser = argparse.ArgumentParser()
+parser.add_argument("catalog")
+parser.add_argument("--huge-every", type=int, default=0)
+parser.add_argument("--huge-chars", type=int, default=1_000_000)
+args = parser.parse_args()
+
+
+def described(i: int, text: str) -> str:
+    if not args.huge_every or i % args.huge_every:
+        return text
+    return (text + " " + "Further notes on this operation. " * (args.huge_chars // 33 + 1))[: args.huge_chars]
+
+
 TOOLS = [
-    types.Tool(name=t.name, description=t.description, input_schema=dict(t.parameters))
-    for t in ts.Catalog.from_file(sys.argv[1])
+    types.Tool(name=t.name, description=described(i, t.description), input_schema=dict(t.parameters))
+    for i, t in enumerate(ts.Catalog.from_file(args.catalog))
 ]
 
 

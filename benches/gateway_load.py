@@ -1,18 +1,34 @@
-"""Bounded load test of the MCP gateway on loopback.
+"""Bounded load test of the MCP gateway on loopback: the SDK client beside a light client, in both
+protocol modes, against both response modes of the server.
 
 Starts two upstream servers (``tests/mcp_servers``: files over stdio, weather over streamable
-HTTP), runs ``toolsift serve`` in its own process, then opens ``--sessions`` concurrent client
-sessions (official SDK, streamable HTTP, each with its caller token), each doing ``--rounds`` of
-``tool_search`` followed by ``call_tool``. Prints p50/p99 latency per operation and throughput.
-Stops by itself: fixed work, and a global deadline.
+HTTP) and runs ``toolsift serve`` in its own process, once per server response mode (``sse``:
+the SDK's default, each answer an event stream; ``json``: ``[gateway] json_response = true``).
+Against each, two clients in this process, each in both protocol modes (``handshake``: initialize,
+``notifications/initialized``, then requests in that session; ``stateless``: 2026-07-28 requests,
+each carrying its own envelope):
 
-    python benches/gateway_load.py [--sessions 32] [--rounds 25] [--modes auto legacy]
+* ``sdk``: the official SDK's ``Client`` over streamable HTTP (``mode="legacy"`` / ``"auto"``);
+* ``light``: plain JSON-RPC POSTs over one keep-alive HTTP/1.1 connection per session, written
+  on asyncio streams (an HTTP library such as httpx costs the client about 1 ms a request here,
+  more than the gateway spends), so the figures show the server's capacity rather than the
+  client's on a machine where both share the cores.
+
+Each cell: one session's sequential ``tool_search`` round trips (p50), then ``--sessions``
+concurrent sessions of ``--rounds`` searches each (p50, p99 and searches per second), each
+result checked, and one ``call_tool`` per session through to the upstream. Ratios follow the
+table. Stops by itself: fixed work, and a deadline per cell.
+
+    python benches/gateway_load.py [--sessions 32] [--rounds 25] [--single 200]
+        [--servers sse json] [--clients sdk light] [--protocols handshake stateless]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import re
 import socket
 import subprocess
@@ -20,7 +36,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -37,6 +56,11 @@ QUERIES = [
     ("air quality and pollen today", "weather__get_air_quality", {"city": "Lima"}),
     ("write some text into a file", "files__write_file", {"path": "a.txt", "text": "hi"}),
 ]
+HANDSHAKE_VERSION, STATELESS_VERSION = "2025-11-25", "2026-07-28"
+SDK_MODES = {"handshake": "legacy", "stateless": "auto"}
+
+Search = Callable[[str], Awaitable[str]]  # query -> the result's text
+Call = Callable[[str, dict[str, Any]], Awaitable[str]]
 
 
 def _free_port() -> int:
@@ -56,12 +80,13 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-def _config(folder: Path, weather_port: int, gateway_port: int) -> Path:
+def _config(folder: Path, weather_port: int, gateway_port: int, responses: str) -> Path:
     path = folder / "gateway.toml"
     path.write_text(
         f"""
 [gateway]
 port = {gateway_port}
+json_response = {"true" if responses == "json" else "false"}
 
 [servers.files]
 command = {json.dumps(sys.executable)}
@@ -78,36 +103,9 @@ permissions = ["files", "weather"]
     return path
 
 
-async def _client(url: str, sessions: int, rounds: int, deadline: float, mode: str) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"tool_search": [], "call_tool": []}
-    errors: list[str] = []
-
-    async def one(i: int) -> None:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
-        async with Client(streamable_http_client(url, http_client=http), cache=None, mode=mode) as client:
-            for r in range(rounds):
-                query, tool, arguments = QUERIES[(i + r) % len(QUERIES)]
-                t0 = time.perf_counter()
-                found = await client.call_tool("tool_search", {"query": query, "limit": 3})
-                t1 = time.perf_counter()
-                result = await client.call_tool("call_tool", {"name": tool, "arguments": arguments})
-                t2 = time.perf_counter()
-                if found.is_error or result.is_error or tool not in found.content[0].text:  # type: ignore[union-attr]
-                    errors.append(f"session {i} round {r}: {result.content}")
-                times["tool_search"].append((t1 - t0) * 1e3)
-                times["call_tool"].append((t2 - t1) * 1e3)
-
-    with anyio.fail_after(deadline):
-        async with anyio.create_task_group() as tg:
-            for i in range(sessions):
-                tg.start_soon(one, i)
-    if errors:
-        raise RuntimeError(f"{len(errors)} failed operations, first: {errors[0]}")
-    return times
-
-
-def run(sessions: int, rounds: int, deadline: float = 300.0, mode: str = "auto") -> dict[str, dict[str, float]]:
-    """Runs the load test; returns ``{operation: {p50_ms, p99_ms, count}}`` plus throughput."""
+@contextmanager
+def gateway(responses: str) -> Iterator[tuple[str, int]]:
+    """The upstreams and a gateway answering in ``responses`` mode; yields its URL and its pid."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -120,53 +118,267 @@ def run(sessions: int, rounds: int, deadline: float = 300.0, mode: str = "auto")
             procs.append(weather)
             _wait_port(weather_port, weather)
             gateway_port = _free_port()
-            config = _config(Path(tmp), weather_port, gateway_port)
-            gateway = subprocess.Popen(
-                [sys.executable, "-m", "toolsift", "serve", "--config", str(config)],
-                stderr=subprocess.PIPE,
+            config = _config(Path(tmp), weather_port, gateway_port, responses)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "toolsift", "serve", "--config", str(config)], stderr=subprocess.PIPE
             )
-            procs.append(gateway)
-            assert gateway.stderr is not None
-            line = gateway.stderr.readline().decode()
-            if not re.search(r"serving http://", line):
-                raise RuntimeError(f"gateway did not start: {line}")
-            url = f"http://127.0.0.1:{gateway_port}/mcp"
-            started = time.perf_counter()
-            threading.Thread(target=gateway.stderr.read, daemon=True).start()  # keep the pipe drained
-            times = anyio.run(_client, url, sessions, rounds, deadline, mode)
-            wall = time.perf_counter() - started
+            procs.append(proc)
+            assert proc.stderr is not None
+            while not re.search(r"serving http://", line := proc.stderr.readline().decode()):
+                if not line:
+                    raise RuntimeError("gateway did not start")
+            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
+            yield f"http://127.0.0.1:{gateway_port}/mcp", proc.pid
     finally:
         for p in procs:
             p.terminate()
             p.wait(10)
-    out = {
-        op: {"p50_ms": float(np.percentile(t, 50)), "p99_ms": float(np.percentile(t, 99)), "count": len(t)}
-        for op, t in times.items()
+
+
+# -- the clients -------------------------------------------------------------------------------
+class Light:
+    """Plain JSON-RPC over one keep-alive HTTP/1.1 connection (asyncio streams, no HTTP library):
+    what an MCP client must send, no more, so that the client's own cost stays small."""
+
+    def __init__(self, url: str, protocol: str) -> None:
+        self.url, self.protocol, self._id = httpx2.URL(url), protocol, 0
+        self._headers = {
+            "Host": f"{self.url.host}:{self.url.port}",
+            "Authorization": f"Bearer {TOKEN}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+
+    async def __aenter__(self) -> Light:
+        self._reader, self._writer = await asyncio.open_connection(self.url.host, self.url.port)
+        if self.protocol == "handshake":
+            info = {"name": "light", "version": "1"}
+            params = {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": info}
+            status, headers, body = await self._post(self._body("initialize", params))
+            _message(status, headers, body)
+            self._headers["Mcp-Session-Id"] = headers["mcp-session-id"]
+            self._headers["MCP-Protocol-Version"] = HANDSHAKE_VERSION
+            status, _, _ = await self._post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            if status != 202:
+                raise RuntimeError(f"notifications/initialized: HTTP {status}")
+        else:
+            self._headers["MCP-Protocol-Version"] = STATELESS_VERSION
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.protocol == "handshake":
+            await self._request("DELETE", b"")
+        self._writer.close()
+
+    def _body(self, method: str, params: dict[str, Any]) -> str:
+        self._id += 1
+        if self.protocol == "stateless":
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+            params = {**params, "_meta": meta}
+        return json.dumps({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
+
+    async def _post(self, body: str, extra: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        return await self._request("POST", body.encode(), extra)
+
+    async def _request(
+        self, method: str, body: bytes, extra: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        headers = {**self._headers, **(extra or {}), "Content-Length": str(len(body))}
+        head = f"{method} {self.url.raw_path.decode()} HTTP/1.1\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in headers.items()
+        )
+        self._writer.write(head.encode("latin-1") + b"\r\n" + body)
+        status = int((await self._reader.readline()).split()[1])
+        got: dict[str, str] = {}
+        while (line := await self._reader.readline()) not in (b"\r\n", b""):
+            key, _, value = line.decode("latin-1").partition(":")
+            got[key.strip().lower()] = value.strip()
+        if got.get("transfer-encoding") == "chunked":
+            data = b""
+            while size := int((await self._reader.readline()).strip(), 16):
+                data += await self._reader.readexactly(size + 2)
+                data = data[:-2]
+            await self._reader.readline()
+        else:
+            data = await self._reader.readexactly(int(got.get("content-length", "0")))
+        return status, got, data
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> str:
+        extra = {"Mcp-Method": "tools/call", "Mcp-Name": name} if self.protocol == "stateless" else None
+        status, headers, body = await self._post(
+            self._body("tools/call", {"name": name, "arguments": arguments}), extra
+        )
+        result = _message(status, headers, body)["result"]
+        if result.get("isError"):
+            raise RuntimeError(f"{name} failed: {result}")
+        return "".join(c.get("text", "") for c in result["content"])
+
+
+def _message(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The JSON-RPC message of a response, whether sent as JSON or as one SSE event."""
+    if status != 200:
+        raise RuntimeError(f"HTTP {status}: {body[:200]!r}")
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in body.decode().splitlines() if line.startswith("data:")]
+        message: dict[str, Any] = json.loads(data[-1])
+    else:
+        message = json.loads(body)
+    if "error" in message:
+        raise RuntimeError(f"JSON-RPC error: {message['error']}")
+    return message
+
+
+async def _session(url: str, client: str, protocol: str, work: Callable[[Search, Call], Awaitable[None]]) -> None:
+    if client == "light":
+        async with Light(url, protocol) as light:
+
+            async def search(query: str) -> str:
+                return await light.call("tool_search", {"query": query, "limit": 3})
+
+            await work(search, light.call)
+        return
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    async with Client(streamable_http_client(url, http_client=http), cache=None, mode=SDK_MODES[protocol]) as sdk:
+
+        async def sdk_search(query: str) -> str:
+            return _text(await sdk.call_tool("tool_search", {"query": query, "limit": 3}))
+
+        async def sdk_call(name: str, arguments: dict[str, Any]) -> str:
+            return _text(await sdk.call_tool(name, arguments))
+
+        await work(sdk_search, sdk_call)
+
+
+def _text(result: Any) -> str:
+    if result.is_error:
+        raise RuntimeError(f"tool error: {result.content}")
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+# -- one cell of the table ---------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def cell(
+    url: str, client: str, protocol: str, sessions: int, rounds: int, single: int, pid: int = 0
+) -> dict[str, float]:
+    """One client and protocol against one gateway: single-session latency, then load, with the
+    gateway process's CPU time per search under load (session setup and each session's
+    ``call_tool`` included), a figure other work on the machine disturbs less than throughput."""
+    alone: list[float] = []
+    loaded: list[float] = []
+
+    def worker(times: list[float], count: int, offset: int) -> Callable[[Search, Call], Awaitable[None]]:
+        async def work(search: Search, call: Call) -> None:
+            for r in range(count):
+                query, tool, arguments = QUERIES[(offset + r) % len(QUERIES)]
+                start = time.perf_counter()
+                text = await search(query)
+                times.append(time.perf_counter() - start)
+                if tool not in text:
+                    raise RuntimeError(f"tool_search {query!r} did not find {tool}: {text[:200]}")
+            query, tool, arguments = QUERIES[offset % len(QUERIES)]
+            if not (await call("call_tool", {"name": tool, "arguments": arguments})):
+                raise RuntimeError(f"call_tool {tool} returned nothing")
+
+        return work
+
+    with anyio.fail_after(300):
+        await _session(url, client, protocol, worker(alone, 10, 0))  # warm the caller's listing and paths
+        alone.clear()
+        await _session(url, client, protocol, worker(alone, single, 0))
+        started, cpu = time.perf_counter(), cpu_seconds(pid)
+        async with anyio.create_task_group() as tg:
+            for i in range(sessions):
+                tg.start_soon(_session, url, client, protocol, worker(loaded, rounds, i))
+        wall, cpu = time.perf_counter() - started, cpu_seconds(pid) - cpu
+    return {
+        "single_p50_ms": float(np.percentile(alone, 50)) * 1e3,
+        "p50_ms": float(np.percentile(loaded, 50)) * 1e3,
+        "p99_ms": float(np.percentile(loaded, 99)) * 1e3,
+        "searches_per_s": len(loaded) / wall,
+        "server_cpu_us": cpu / len(loaded) * 1e6,
     }
-    out["total"] = {"wall_s": wall, "ops_per_s": sum(len(t) for t in times.values()) / wall}
+
+
+def run(
+    sessions: int,
+    rounds: int,
+    single: int = 200,
+    servers: tuple[str, ...] = ("sse", "json"),
+    clients: tuple[str, ...] = ("sdk", "light"),
+    protocols: tuple[str, ...] = ("handshake", "stateless"),
+) -> dict[tuple[str, str, str], dict[str, float]]:
+    """Every (server responses, client, protocol) cell; see :func:`cell`."""
+    out = {}
+    for responses in servers:
+        with gateway(responses) as (url, pid):
+            for client in clients:
+                for protocol in protocols:
+                    work = (url, client, protocol, sessions, rounds, single, pid)
+                    out[responses, client, protocol] = anyio.run(cell, *work)
+                    print(f"done: {responses} {client} {protocol}", file=sys.stderr, flush=True)
     return out
+
+
+def table(results: dict[tuple[str, str, str], dict[str, float]], sessions: int) -> str:
+    lines = [
+        f"| server responses | client | protocol | 1 session p50 ms | {sessions} sessions p50 ms | p99 ms "
+        "| tool_search/s | server CPU µs/search |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (responses, client, protocol), r in results.items():
+        lines.append(
+            f"| {responses} | {client} | {protocol} | {r['single_p50_ms']:.2f} | {r['p50_ms']:.2f} | "
+            f"{r['p99_ms']:.2f} | {r['searches_per_s']:.0f} | {r['server_cpu_us']:.0f} |"
+        )
+    lines.append("")
+    lines += list(_ratios(results))
+    return "\n".join(lines)
+
+
+def _ratios(results: dict[tuple[str, str, str], dict[str, float]]) -> Iterator[str]:
+    """Searches per second of light over SDK, of stateless over handshake, of json over sse."""
+    axes = {0: ("json", "sse"), 1: ("light", "sdk"), 2: ("stateless", "handshake")}
+    for axis, (a, b) in axes.items():
+        for key, r in results.items():
+            if key[axis] != a:
+                continue
+            other = (*key[:axis], b, *key[axis + 1 :])
+            if other in results:
+                rest = " ".join(k for i, k in enumerate(key) if i != axis)
+                rate = r["searches_per_s"] / results[other]["searches_per_s"]
+                latency = r["single_p50_ms"] / results[other]["single_p50_ms"]
+                cpu = r["server_cpu_us"] / max(results[other]["server_cpu_us"], 1e-9)
+                yield (
+                    f"- {a} ÷ {b} ({rest}): tool_search/s {rate:.2f}×, 1-session p50 {latency:.2f}×, "
+                    f"server CPU/search {cpu:.2f}×"
+                )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=25)
-    parser.add_argument(
-        "--modes",
-        nargs="+",
-        default=["auto", "legacy"],
-        help="client connect modes: auto (the SDK's default: 2026-07-28 stateless requests) and legacy "
-        "(initialize handshake, one session)",
-    )
+    parser.add_argument("--single", type=int, default=200, help="sequential searches of the 1-session p50")
+    parser.add_argument("--servers", nargs="+", default=["sse", "json"], choices=["sse", "json"])
+    parser.add_argument("--clients", nargs="+", default=["sdk", "light"], choices=["sdk", "light"])
+    parser.add_argument("--protocols", nargs="+", default=["handshake", "stateless"], choices=list(SDK_MODES))
     args = parser.parse_args()
-    print(f"{args.sessions} concurrent sessions x {args.rounds} rounds (tool_search + call_tool), loopback HTTP")
-    print("| client mode | operation | count | p50 ms | p99 ms | ops/s |\n|---|---|---|---|---|---|")
-    for mode in args.modes:
-        result = run(args.sessions, args.rounds, mode=mode)
-        rate = result["total"]["ops_per_s"]
-        for op in ("tool_search", "call_tool"):
-            r = result[op]
-            print(f"| {mode} | {op} | {r['count']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {rate:.0f} |")
+    results = run(
+        args.sessions, args.rounds, args.single, tuple(args.servers), tuple(args.clients), tuple(args.protocols)
+    )
+    print(f"{args.sessions} concurrent sessions x {args.rounds} tool_search each, loopback HTTP, checked results")
+    print(table(results, args.sessions))
 
 
 if __name__ == "__main__":

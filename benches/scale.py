@@ -5,13 +5,14 @@ caller holding every other service) goes through what a user runs, end to end fr
 building the index, saving and loading it, ``search`` and ``select``, a tiered ``Toolbox``'s plan
 and tools array and its ``tool_search``, the tenant-isolated index's first query of a permission
 set, and the MCP gateway (``toolsift serve`` in its own process, the catalog behind one upstream
-over stdio, ``benches/catalog_server.py``): its first ``tools/list`` once the index is ready, a
-second one, and ``tool_search`` round trips with the official SDK client. Times are medians
+over stdio, ``benches/catalog_server.py``): its first ``tools/list`` once it is ready (the index
+and the listing of every configured caller built, as the gateway reports on stderr), a second
+one, and ``tool_search`` round trips with the official SDK client. Times are medians
 unless a path runs once; memory is the resident-set growth of this process.
 
-    python benches/scale.py [--sizes 1000 10000 100000] [--gateway-sizes [1000 10000 100000]]
+    python benches/scale.py [--sizes [1000 10000 100000]] [--gateway-sizes [1000 10000 100000]] [--huge-every N]
 
-(``--gateway-sizes`` with no sizes runs the library's paths only.)
+(``--sizes`` or ``--gateway-sizes`` with no sizes skips the library's or the gateway's paths.)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -98,8 +100,9 @@ def _tiered(index: ts.Index, caller: tuple[str, ...]) -> ts.Toolbox:
     return box
 
 
-def gateway(n: int) -> Row:
-    """The gateway's paths for ``n`` tools behind one stdio upstream."""
+def gateway(n: int, huge_every: int = 0) -> Row:
+    """The gateway's paths for ``n`` tools behind one stdio upstream (every ``huge_every``-th
+    description padded to 1 MB when set)."""
     import anyio
 
     work = aws(n)
@@ -111,7 +114,8 @@ def gateway(n: int) -> Row:
         config.write_text(
             f"[gateway]\nport = {port}\nbudget_tokens = {BUDGET}\n"
             f"[servers.cat]\ncommand = {json.dumps(sys.executable)}\n"
-            f"args = [{json.dumps(str(HERE / 'catalog_server.py'))}, {json.dumps(str(catalog))}]\n"
+            f"args = [{json.dumps(str(HERE / 'catalog_server.py'))}, {json.dumps(str(catalog))}, "
+            f'"--huge-every", "{huge_every}"]\n'
             f'[callers.bench]\ntoken = "{TOKEN}"\npermissions = ["cat"]\n'
             f'[callers.probe]\ntoken = "{PROBE}"\npermissions = ["cat", "probe"]\n'  # its own listing
         )
@@ -124,14 +128,27 @@ def gateway(n: int) -> Row:
             while "serving" not in proc.stderr.readline().decode():
                 if proc.poll() is not None:
                     raise RuntimeError("the gateway did not start")
-            threading.Thread(target=proc.stderr.read, daemon=True).start()
-            return anyio.run(_client, f"http://127.0.0.1:{port}/mcp", work.queries, work.tools[-1].name, started)
+            ready: dict[str, float] = {}
+            threading.Thread(target=_watch, args=(proc.stderr, n, ready), daemon=True).start()
+            url = f"http://127.0.0.1:{port}/mcp"
+            return anyio.run(_client, url, work.queries, work.tools[-1].name, started, ready)
         finally:
             proc.terminate()
             proc.wait(30)
 
 
-async def _client(url: str, queries: list[str], last: str, started: float) -> Row:
+def _watch(stream: Any, n: int, ready: dict[str, float]) -> None:
+    """Reads the gateway's stderr; notes when the version with all ``n`` tools is ready (its index
+    and the listing of every configured caller built) and how long its listings took."""
+    pattern = re.compile(rf"ready: {n:,} tools \(([\d,]+) descriptions cut\), \d+ listings in (\d+) ms")
+    for line in iter(stream.readline, b""):
+        found = pattern.search(line.decode(errors="replace"))
+        if found:
+            cut = int(found.group(1).replace(",", ""))
+            ready |= {"at": time.perf_counter(), "cut": cut, "listings_ms": float(found.group(2))}
+
+
+async def _client(url: str, queries: list[str], last: str, started: float, ready: dict[str, float]) -> Row:
     import anyio
     import httpx2
     from mcp import Client
@@ -141,11 +158,10 @@ async def _client(url: str, queries: list[str], last: str, started: float) -> Ro
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=600)
         return Client(streamable_http_client(url, http_client=http), cache=None, mode="legacy")
 
-    async with connect(PROBE) as probe:  # another permission set: the bench caller's listing stays unbuilt
-        with anyio.fail_after(600):  # ready: every tool listed and indexed
-            while not await _indexed(probe, last):
+    async with connect(PROBE) as probe:  # another permission set
+        with anyio.fail_after(600):  # ready: every tool listed and indexed, every caller's listing built
+            while not await _indexed(probe, last) or "at" not in ready:
                 await anyio.sleep(0.2)
-    ready = time.perf_counter() - started
     async with connect(TOKEN) as client:
         first_start = time.perf_counter()
         listed = await client.list_tools()
@@ -160,7 +176,9 @@ async def _client(url: str, queries: list[str], last: str, started: float) -> Ro
             await client.call_tool("tool_search", {"query": q, "limit": 5})
             times.append(time.perf_counter() - start)
     return {
-        "gateway ready s": f"{ready:.1f}",
+        "gateway ready s": f"{ready['at'] - started:.1f}",
+        "gateway listings built ms": f"{ready['listings_ms']:.0f}",
+        "gateway descriptions cut": f"{ready['cut']:.0f}",
         "gateway first tools/list ms": f"{first * 1e3:.0f}",
         "gateway next tools/list ms": f"{again * 1e3:.1f}",
         "gateway tools/list tokens": f"{tokens:,}",
@@ -205,24 +223,27 @@ def _growth(small: str | None, large: str | None) -> str:
     return f"{b / a:.1f}×" if a else ""
 
 
-def run(sizes: list[int], gateway_sizes: list[int]) -> str:
+def run(sizes: list[int], gateway_sizes: list[int], huge_every: int = 0) -> str:
     rows: dict[int, Row] = {}
     for n in sorted(set(sizes) | set(gateway_sizes)):
         rows[n] = library(n) if n in sizes else {}
         if n in gateway_sizes:
-            rows[n] |= gateway(n)
+            rows[n] |= gateway(n, huge_every)
         print(f"done: {n:,} tools", file=sys.stderr, flush=True)
     return table(rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000])
     parser.add_argument(
         "--gateway-sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000], help="none given: no gateway runs"
     )
+    parser.add_argument(
+        "--huge-every", type=int, default=0, help="pad every N-th description the gateway's upstream serves to 1 MB"
+    )
     args = parser.parse_args()
-    print(run(args.sizes, args.gateway_sizes))
+    print(run(args.sizes, args.gateway_sizes, args.huge_every))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ pytest.importorskip("mcp")
 from gateway_load import run
 
 
-def test_gateway_load_smoke() -> None:
-    result = run(sessions=3, rounds=2, deadline=120)
-    assert result["tool_search"]["count"] == 6 and result["call_tool"]["count"] == 6
+def test_gateway_load_smoke_runs_every_client_and_protocol_with_checked_results() -> None:
+    results = run(sessions=3, rounds=2, single=3, servers=("json",))
+    assert set(results) == {("json", c, p) for c in ("sdk", "light") for p in ("handshake", "stateless")}
+    assert all(r["searches_per_s"] > 0 for r in results.values())
