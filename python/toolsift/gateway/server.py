@@ -582,6 +582,7 @@ class Gateway:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((c.host, c.port))
+        sock.listen(2048)  # connections queue from now on, even while the first listings are built
         self.port = sock.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         print(f"toolsift gateway: serving http://{self.config.host}:{self.port}{self.config.path}", file=sys.stderr)
