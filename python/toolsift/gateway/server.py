@@ -194,6 +194,7 @@ class Gateway:
         self._held: dict[str, Entry] = {}  # schema changes waiting for acknowledgement
         self._seen: set[str] = set()  # servers listed at least once
         self._reported: set[tuple[str, str, str]] = set()  # scan findings already logged
+        self._cuts_reported: set[tuple[str, str]] = set()  # (tool, digest) of descriptions cut and logged
         self._lock = anyio.Lock()
         self.version = Version(0, {}, Index(Catalog()))
         self._bus = InMemorySubscriptionBus()
@@ -251,7 +252,9 @@ class Gateway:
                     continue
                 fresh[entry.tool.name] = entry
             self.log.write_each("invalid_tool", invalid)
-            self._report_cuts(server, [e for e in fresh.values() if e.cut_from])
+            cut = [e for e in fresh.values() if e.cut_from and (e.tool.name, e.digest) not in self._cuts_reported]
+            self._cuts_reported.update((e.tool.name, e.digest) for e in cut)
+            self._report_cuts(server, cut)
             old = {n: e for n, e in self._table.items() if e.server == server}
             old.update({n: e for n, e in self._held.items() if e.server == server and n not in old})
             added = [n for n in fresh if n not in old]
@@ -276,8 +279,9 @@ class Gateway:
             await self._swap()
 
     def _report_cuts(self, server: str, cut: list[Entry]) -> None:
-        """Logs each description the gateway cut (a line per tool, bounded) and says how many on
-        stderr, so that no upstream text is ever dropped unseen; :meth:`truncated` keeps the count."""
+        """Logs each description the gateway cut (a line per tool, bounded; once per tool and
+        definition, not on every re-listing) and says how many on stderr, so that no upstream
+        text is ever dropped unseen; :meth:`truncated` and the ready line keep the count."""
         limit = self.config.max_description_chars
         self.log.write_each(
             "description_truncated",
