@@ -37,7 +37,7 @@ log = logging.getLogger("toolsift.gateway")
 MAX_PAGES = 1000
 PING_INTERVAL = 5.0
 PING_TIMEOUT = 5.0
-LIST_TIMEOUT = 30.0
+LIST_TIMEOUT = 30.0  # one page of tools/list; a listing of many pages may take longer in all
 CONNECT_TIMEOUT = 30.0  # connecting and the initialize handshake
 BACKOFF_START, BACKOFF_MAX = 0.25, 30.0
 
@@ -162,15 +162,15 @@ class Upstream:
     async def _refresh(self, client: Client) -> None:
         tools: list[types.Tool] = []
         cursor: str | None = None
-        with anyio.fail_after(LIST_TIMEOUT):
-            for _ in range(MAX_PAGES):
+        for _ in range(MAX_PAGES):
+            with anyio.fail_after(LIST_TIMEOUT):
                 page = await client.list_tools(cursor=cursor)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            else:
-                raise RuntimeError(f"tools/list did not end after {MAX_PAGES} pages")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        else:
+            raise RuntimeError(f"tools/list did not end after {MAX_PAGES} pages")
         self.listings += 1
         await self._on_tools(self.name, tools)
 
