@@ -181,3 +181,16 @@ def test_selection_mode_of_a_toolbox_picks_groups_first(tools: list[ts.Tool], ca
     assert all(set(by_name[n].permissions) <= set(caller) for n in names)
     assert np.all(np.diff([box.index.names.index(n) for n in names]) > 0)  # registry order
     assert names == [t["function"]["name"] for t in box.select(messages, budget=2000, group=names[0].split("__")[0])]
+
+
+def test_tool_search_within_a_group_follows_the_index_grouping() -> None:
+    tools = [ts.Tool(f"tool_{i}", f"Rotate the key number {i}") for i in range(12)]
+    index = ts.Index(tools, group_by=lambda t: "even" if int(t.name.split("_")[1]) % 2 == 0 else "odd")
+    box = ts.Toolbox(index, tiers=ts.ToolTierOptions(budget_tokens=400))
+    import json
+
+    found = [
+        d["name"] for d in json.loads(box.call("tool_search", {"query": "rotate key", "group": "odd", "limit": 3}))
+    ]
+    assert found == [h.tool.name for h in index.search("rotate key", k=3, group="odd")]
+    assert found and all(int(n.split("_")[1]) % 2 for n in found)

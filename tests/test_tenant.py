@@ -183,3 +183,12 @@ def test_the_tenant_cache_bound_is_validated_and_survives_a_snapshot(tmp_path: o
     for s in range(3):
         loaded.search("order", caller=[f"p{s}"])
     assert len(loaded._tenants) == 1 and loaded._tenant_builds == 3
+
+
+def test_ready_for_says_whether_a_query_builds_first() -> None:
+    tools = [ts.Tool("a", "alpha tool", permissions="p"), ts.Tool("b", "beta tool", permissions="q")]
+    assert ts.Index(tools).ready_for(["p"])
+    isolated = ts.Index(tools, statistics="caller")
+    assert not isolated.ready_for(["p"])
+    isolated.search("alpha", caller=["p"])
+    assert isolated.ready_for(("p",)) and isolated.ready_for(["p", "p"]) and not isolated.ready_for(["q"])

@@ -318,6 +318,21 @@ class Index:
             )
         return self._terms
 
+    @property
+    def group_by(self) -> Callable[[Tool], str]:
+        """The function giving each tool's group (see ``group_by`` of :class:`Index`)."""
+        return self._group_by
+
+    def ready_for(self, caller: Caller) -> bool:
+        """True when a query of ``caller`` does no build work first: always with shared
+        statistics; with ``statistics="caller"``, once the caller's own index is built and
+        cached (a server can then answer it on its event loop)."""
+        if self._statistics == "shared":
+            return True
+        key = tuple(sorted(set(_caller(caller).names)))
+        with self._tenant_lock:
+            return key in self._tenants
+
     def _remember(self, key: tuple[str, ...], entry: _TenantEntry, size: int) -> None:
         """Caches ``entry`` as the most recently used, then drops the least recently used ones
         while the cache holds more than its bound (never ``entry`` itself)."""

@@ -26,7 +26,7 @@ from typing import Any
 from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
 from .index import Caller, Index, _caller
-from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier, default_group
+from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
 from .query import Query
 from .registry import Catalog, Tool
 from .usage import UsageStore
@@ -47,8 +47,9 @@ class ToolTierOptions:
             (``ceil(bytes / 4)`` of each definition unless the index was built with a counter or a
             tool gives ``cost_tokens``), and ``ceil(bytes / 4)`` for the meta-tools.
         group: ``group(tool) -> str``, the group a deferred tool is summarised in when naming
-            every tool would not fit; default :func:`toolsift.plan.default_group` (the namespace
-            of the name: the gateway's server, ``s3`` of ``s3__PutObject``).
+            every tool would not fit, and that ``tool_search``'s ``group`` names; default the
+            index's ``group_by`` (by default :func:`toolsift.plan.default_group`, the namespace of
+            the name: the gateway's server, ``s3`` of ``s3__PutObject``).
     """
 
     core: Sequence[str] = ()
@@ -177,7 +178,7 @@ class Toolbox:
             size = {t.name: int(opts.count_tokens(t.definition())) for t in tools}
         count = opts.count_tokens or default_token_count
         usage = opts.usage_count or (lambda name: 0)
-        planner = Planner(tools, tiers, set(opts.pinned), size, usage, count, opts.group or default_group)
+        planner = Planner(tools, tiers, set(opts.pinned), size, usage, count, opts.group or self.index.group_by)
         return planner.plan(opts.budget())
 
     def tools(self, format: str = "openai") -> list[dict[str, Any]]:
@@ -293,6 +294,8 @@ class Toolbox:
         groups = self._frozen().groups
         if not query.strip():
             return [t for t in self._allowed() if groups.get(t.name) == group][:limit]
+        if self.tiers is not None and self.tiers.group is None:  # the index groups tools alike
+            return [h.tool for h in self.index.search(query, k=limit, caller=self._perms, group=group)]
         hits = self.index.search(query, k=len(self.index), caller=self._perms)
         return [h.tool for h in hits if groups.get(h.tool.name) == group][:limit]
 

@@ -521,9 +521,7 @@ class Gateway:
             return False
         if query.startswith("group:") or not isinstance(limit, int) or limit > INLINE_LIMIT:
             return False
-        # Index keeps its per-caller indexes in _tenants (keyed like _key); a public "is it built"
-        # would be better, and without the attribute every search takes the thread
-        return self.config.statistics == "shared" or _key(caller) in getattr(version.index, "_tenants", {})
+        return version.index.ready_for(_key(caller))
 
     async def _review(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         accept = arguments.get("accept", [])
