@@ -88,6 +88,16 @@ class InvalidParameterError(ToolsiftError, ValueError):
     """A search, selection or build parameter is out of its domain (k, budget, k1, b, weights)."""
 
 
+class UnknownPermissionError(InvalidParameterError):
+    """A caller holds permissions that no tool of the index requires (see
+    :meth:`toolsift.Index.check_caller`): usually a misspelled or wrongly namespaced permission
+    (``s3`` for ``aws:s3``). ``unknown`` lists them."""
+
+    def __init__(self, unknown: Sequence[str]) -> None:
+        self.unknown = tuple(unknown)
+        super().__init__(f"no tool requires the caller's permissions {list(self.unknown)!r}")
+
+
 class SnapshotError(ToolsiftError, ValueError):
     """A saved index cannot be loaded: not a snapshot, a newer format, truncated or corrupted."""
 

@@ -6,7 +6,9 @@ forbidden tool is never scored, returned, counted toward a budget or named anywh
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,7 +20,13 @@ from . import _core
 from ._core import DEFAULT_PREFIX_WEIGHT
 from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
-from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, UnknownToolError
+from .errors import (
+    InvalidParameterError,
+    InvalidToolError,
+    PoisonedToolError,
+    UnknownPermissionError,
+    UnknownToolError,
+)
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
 from .plan import default_group, namespace
 from .query import Query, check_text
@@ -31,6 +39,8 @@ Caller = Iterable[str] | str | None
 """Permissions a caller holds: an iterable of strings, one string, or ``None`` (public tools only).
 A mapping is refused (:class:`~toolsift.errors.InvalidParameterError`): ``{"p": False}`` does not
 say whether ``p`` is held."""
+
+log = logging.getLogger("toolsift.index")
 
 UNLIMITED = 2**64 - 1
 _PUBLIC: tuple[str, ...] = ()
@@ -231,8 +241,10 @@ class Index:
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
         group_by: Callable[[Tool], str] | None = None,
     ) -> None:
+        started = time.perf_counter()
         self._group_by = _group_function(group_by)
         self._group_table: _GroupTable | None = None
+        self._permission_counts: dict[str, int] | None = None
         given = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
         self._tools: Sequence[Tool] = tuple(given)
         self.findings = self._scan(scan)
@@ -256,6 +268,11 @@ class Index:
         )
         self._set_statistics(statistics, _Scoring(weights, bs, float(k1), float(prefix_weight)), tenant_cache_bytes)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
+        log.info("indexed %d tools in %.3f s (%r)", len(self._tools), time.perf_counter() - started, self)
+        if self.findings:
+            log.warning(
+                "scan %r: %d findings in %d tools", scan, len(self.findings), len({f.tool for f in self.findings})
+            )
 
     def _scan(self, policy: str) -> tuple[Finding, ...]:
         if policy not in ("off", "report", "withhold", "refuse"):
@@ -475,7 +492,9 @@ class Index:
         options = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
         # prefix_weight is not repeated here: the core's own bytes hold it
         options["scoring"] = {"weights": list(build.weights), "b": list(build.bs), "k1": build.k1}
+        started = time.perf_counter()
         save(path, self._tools, self._core.to_bytes(), vectors, options)
+        log.info("saved %d tools to %s in %.3f s", len(self._tools), path, time.perf_counter() - started)
 
     @classmethod
     def load(
@@ -503,9 +522,11 @@ class Index:
         """
         from .snapshot import load
 
+        started = time.perf_counter()
         positions, core, vectors, options = load(path, vectors=embedder is not None)
         index = cls.__new__(cls)
         index._group_by, index._group_table = _group_function(group_by), None
+        index._permission_counts = None
         index._tools, index._positions, index._core = positions.tools, positions, core
         index.findings, index._withheld = (), set()
         mode = options["statistics"] if statistics is None else statistics
@@ -514,6 +535,7 @@ class Index:
         build = _Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight)
         index._set_statistics(mode, build, tenant_cache_bytes)
         index._set_ranking(embedder, options["alpha"], rerank, options["depth"], dense_options, vectors)
+        log.info("loaded %d tools from %s in %.3f s", len(index), path, time.perf_counter() - started)
         return index
 
     def __len__(self) -> int:
@@ -534,8 +556,34 @@ class Index:
         return {"tools": len(c), "terms": c.num_terms, "postings": c.num_postings, "permissions": c.num_permissions}
 
     def position(self, name: str) -> int:
-        """The registry position of the tool called ``name`` (:class:`KeyError` if none)."""
-        return self._positions[name_arg(name)]
+        """The registry position of the tool called ``name`` (:class:`~toolsift.errors.UnknownToolError`
+        if none)."""
+        try:
+            return self._positions[name_arg(name)]
+        except KeyError:
+            raise UnknownToolError(name) from None
+
+    def permissions(self) -> dict[str, int]:
+        """Every permission a tool requires, as the index enforces it, sorted, with how many tools
+        require it (see :meth:`Catalog.permissions`)."""
+        counts = self._permission_counts
+        if counts is None:
+            counts = {}
+            for i in range(len(self._core)):
+                for p in self._core.permissions(i):
+                    if p != WITHHELD:
+                        counts[p] = counts.get(p, 0) + 1
+            counts = self._permission_counts = dict(sorted(counts.items()))
+        return dict(counts)
+
+    def check_caller(self, caller: Caller) -> None:
+        """Raises :class:`~toolsift.errors.UnknownPermissionError` when the caller holds a
+        permission no tool requires: the opt-in check for a misspelled or wrongly namespaced
+        permission, which otherwise silently matches nothing. (A query never raises for it.)"""
+        known = self.permissions()
+        unknown = sorted({p for p in _caller(caller).names if p not in known})
+        if unknown:
+            raise UnknownPermissionError(unknown)
 
     def tool(self, position: int) -> Tool:
         """The tool at a registry position."""

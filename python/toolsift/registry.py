@@ -265,6 +265,15 @@ class Catalog(Sequence[Tool]):
         except KeyError:
             raise UnknownToolError(name) from None
 
+    def permissions(self) -> dict[str, int]:
+        """Every permission a tool of the catalog requires, sorted, with how many tools require it
+        (to check a caller's permissions against; see :meth:`toolsift.Index.check_caller`)."""
+        counts: dict[str, int] = {}
+        for t in self._tools:
+            for p in t.permissions:
+                counts[p] = counts.get(p, 0) + 1
+        return dict(sorted(counts.items()))
+
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or ``None``."""
         i = self._positions.get(name_arg(name))
