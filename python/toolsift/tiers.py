@@ -135,6 +135,7 @@ class Toolbox:
                     "the name is reserved for the meta-tool of a toolbox with tiers", tool=reserved, field="name"
                 )
         self._plan: Plan | None = None
+        self._core_tools: tuple[Tool, ...] = ()  # the plan's core tools sorted by name, with it
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
 
@@ -151,7 +152,10 @@ class Toolbox:
 
     def _frozen(self) -> Plan:
         if self._plan is None:
-            self._plan = self._build_plan()
+            plan = self._build_plan()
+            names = sorted(n for n, t in plan.tiers.items() if t is Tier.CORE)
+            self._core_tools = tuple(self.index.get(n, self._perms) for n in names)
+            self._plan = plan
         return self._plan
 
     def reset(self) -> None:
@@ -184,7 +188,7 @@ class Toolbox:
     def tools(self, format: str = "openai") -> list[dict[str, Any]]:
         """The tools array: core tools sorted by name, then ``tool_search`` and ``call_tool``."""
         plan = self._frozen()
-        core = [self.index.get(n, self._perms) for n in sorted(n for n, t in plan.tiers.items() if t is Tier.CORE)]
+        core = list(self._core_tools)  # found when the plan was made: a turn does not scan the plan
         if self.tiers is None:
             return _emit(core, format)
         meta = [Tool(d["name"], d["description"], d["parameters"]) for d in (plan.search, plan.call)]
