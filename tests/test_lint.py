@@ -52,3 +52,10 @@ def test_rust_sources_are_formatted() -> None:
 def test_clippy_finds_nothing() -> None:
     run = _run(["cargo", "clippy", "--all-features", "--all-targets", "--", "-D", "warnings"])
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
+
+
+def test_emitters_feed_the_sdk_clients_under_mypy_strict() -> None:
+    pytest.importorskip("mypy")
+    check = ROOT / "tests" / "typecheck" / "sdk_clients.py"
+    run = _run([sys.executable, "-m", "mypy", "--strict", str(check)])
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -10,12 +10,22 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, cast, overload
 
 from .registry import Tool
 
 if TYPE_CHECKING:
+    # The SDKs' own request types, so that ``tools=sel.to_openai()`` type-checks against the
+    # installed SDK (without it, a type checker sees these as Any); plain dicts at run time.
+    from anthropic.types import ToolParam
+    from openai.types.chat import ChatCompletionFunctionToolParam
+
     from .index import Index
+
+    OpenAITool = ChatCompletionFunctionToolParam
+    AnthropicTool = ToolParam
+else:
+    OpenAITool = AnthropicTool = dict
 
 
 def default_token_count(definition: Any) -> int:
@@ -24,21 +34,30 @@ def default_token_count(definition: Any) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
 
-def to_openai(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """OpenAI Chat Completions ``tools`` entries."""
+def to_openai(tools: Iterable[Tool]) -> list[OpenAITool]:
+    """OpenAI Chat Completions ``tools`` entries (typed as the ``openai`` SDK's
+    ``ChatCompletionFunctionToolParam``)."""
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": cast(dict[str, object], t.parameters),
+            },
+        }
         for t in tools
     ]
 
 
-def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[dict[str, Any]]:
+def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[AnthropicTool]:
     """Anthropic Messages ``tools`` entries; tools named in ``defer`` get ``defer_loading: true``
     (loaded by Anthropic's hosted tool search only when the model finds them)."""
     deferred = set(defer)
-    out = []
+    out: list[AnthropicTool] = []
     for t in tools:
-        entry: dict[str, Any] = {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        schema = cast(dict[str, object], t.parameters)
+        entry: AnthropicTool = {"name": t.name, "description": t.description, "input_schema": schema}
         if t.name in deferred:
             entry["defer_loading"] = True
         out.append(entry)
@@ -159,11 +178,11 @@ class Selection(Sequence[int]):
             return "no matching tool fits in the budget left after the core tools"
         return None
 
-    def to_openai(self) -> list[dict[str, Any]]:
+    def to_openai(self) -> list[OpenAITool]:
         """OpenAI ``tools`` array of the selection."""
         return to_openai(self.tools)
 
-    def to_anthropic(self) -> list[dict[str, Any]]:
+    def to_anthropic(self) -> list[AnthropicTool]:
         """Anthropic ``tools`` array of the selection."""
         return to_anthropic(self.tools)
 

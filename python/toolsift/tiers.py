@@ -21,9 +21,12 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
+
+if TYPE_CHECKING:
+    from .assemble import AnthropicTool, OpenAITool
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
 from .index import Caller, Index, _caller
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
@@ -185,8 +188,15 @@ class Toolbox:
         planner = Planner(tools, tiers, set(opts.pinned), size, usage, count, opts.group or self.index.group_by)
         return planner.plan(opts.budget())
 
-    def tools(self, format: str = "openai") -> list[dict[str, Any]]:
-        """The tools array: core tools sorted by name, then ``tool_search`` and ``call_tool``."""
+    @overload
+    def tools(self, format: Literal["openai"] = "openai") -> list[OpenAITool]: ...
+    @overload
+    def tools(self, format: Literal["anthropic"]) -> list[AnthropicTool]: ...
+    @overload
+    def tools(self, format: str) -> list[Any]: ...
+    def tools(self, format: str = "openai") -> list[Any]:
+        """The tools array: core tools sorted by name, then ``tool_search`` and ``call_tool``
+        (typed as the ``openai`` / ``anthropic`` SDKs' own tool params for those formats)."""
         plan = self._frozen()
         core = list(self._core_tools)  # found when the plan was made: a turn does not scan the plan
         if self.tiers is None:
@@ -194,7 +204,7 @@ class Toolbox:
         meta = [Tool(d["name"], d["description"], d["parameters"]) for d in (plan.search, plan.call)]
         return _emit([*core, *meta], format)
 
-    def hosted_search_tools(self) -> list[dict[str, Any]]:
+    def hosted_search_tools(self) -> list[AnthropicTool]:
         """Anthropic ``tools`` for its hosted tool search: every tool the caller may use, the core
         ones loaded, all others with ``defer_loading: true`` (add Anthropic's search tool to it)."""
         plan = self.plan()
@@ -350,8 +360,12 @@ async def _settled(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _emit(tools: Iterable[Tool], format: str) -> list[dict[str, Any]]:
-    emitters = {"openai": to_openai, "anthropic": to_anthropic, "mcp": to_mcp}
+def _emit(tools: Iterable[Tool], format: str) -> list[Any]:
+    emitters: dict[str, Callable[[Iterable[Tool]], list[Any]]] = {
+        "openai": to_openai,
+        "anthropic": to_anthropic,
+        "mcp": to_mcp,
+    }
     if format not in emitters:
         raise InvalidParameterError(f"format must be one of {sorted(emitters)}, not {format!r}")
     return emitters[format](tools)

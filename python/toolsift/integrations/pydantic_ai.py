@@ -119,7 +119,10 @@ class ToolsiftToolset(AbstractToolset[Any]):
 
     def _meta(self, box: Toolbox, messages: Sequence[ModelMessage]) -> dict[str, ToolsetTool[Any]]:
         """The toolbox's tools array, then the tools found by ``tool_search`` so far."""
-        out = {d["function"]["name"]: self._toolset_tool(**d["function"]) for d in box.tools()}
+        out = {}
+        for entry in box.tools():
+            f = entry["function"]
+            out[f["name"]] = self._toolset_tool(f["name"], f.get("description", ""), f.get("parameters", {}))
         for name in _found(messages) if box.tiers is not None else ():
             if name not in out and box.index.allows(box.caller, name):
                 out[name] = self._tool(box, name, deferred=False)
