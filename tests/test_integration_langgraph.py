@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +18,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 import toolsift as ts
+from helpers import readme_block
 from toolsift.errors import InvalidParameterError, InvalidToolError
 from toolsift.integrations.langgraph import Toolset, caller_config, query_from_messages, to_openai_messages
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 ORDER_SCHEMA = {
     "type": "object",
     "properties": {"order_id": {"type": "string", "description": "The order number"}, "config": {"type": "string"}},
@@ -303,10 +302,7 @@ def test_bad_input_raises_typed_errors_naming_what_is_wrong() -> None:
 
 
 def test_readme_langgraph_example_runs() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("### LangGraph", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    block = re.search(r"```python\n(.*?)```", section, re.S)
-    assert block and len(block.group(1).strip().splitlines()) <= 15
+    block = readme_block("LangGraph")
     model = ScriptedModel(
         responses=[
             AIMessage("", tool_calls=[call("retrieve_tools", "r1", query="order status")]),
@@ -315,7 +311,7 @@ def test_readme_langgraph_example_runs() -> None:
         ]
     )
     namespace: dict[str, Any] = {"model": model}
-    exec(compile(block.group(1), str(README), "exec"), namespace)
+    exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["result"]["messages"][-1].content == "Shipped."
 
 

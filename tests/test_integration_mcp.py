@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,10 +21,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 import toolsift as ts
+from helpers import readme_block
 from toolsift.errors import InvalidParameterError, InvalidToolError
 from toolsift.integrations.mcp import SEARCH_OUTPUT_SCHEMA, front
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 MODES = ["legacy", "auto"]
 PERMISSIONS = {"order_status": "orders.read", "issue_refund": "billing.refund"}
 
@@ -266,13 +265,8 @@ def test_a_server_tool_named_like_a_meta_tool_is_refused_by_name() -> None:
 
 
 def test_readme_mcp_example_runs() -> None:
-    section = (
-        README.read_text(encoding="utf-8").split("### MCP servers", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    )
-    block = re.search(r"```python\n(.*?)```", section, re.S)
-    assert block and len(block.group(1).strip().splitlines()) <= 15
     namespace: dict[str, Any] = {}
-    exec(compile(block.group(1), str(README), "exec"), namespace)
+    exec(compile(readme_block("MCP servers"), "README.md", "exec"), namespace)
 
     async def session(client: Client) -> tuple[list[str], str]:
         listed = await client.list_tools()

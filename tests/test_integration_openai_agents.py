@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import readme_block, readme_toolbox_prelude
 
 agents = pytest.importorskip("agents")
 
@@ -277,23 +277,10 @@ def test_a_botocore_schema_reaches_the_model_unchanged_and_optional_arguments_st
     assert create.parameters["properties"]["Environment"]["properties"]["Variables"] == environment  # not mutated
 
 
-def readme_example(heading: str) -> tuple[str, str]:
-    """The README's quickstart and toolbox examples (what the framework examples continue), and
-    the one python block under ``### heading``."""
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    quick = re.search(r"## Quickstart\n\n```python\n(.*?)```", text, re.S)
-    toolbox_section = text.split("## Agent toolbox", 1)[1].split("\n## ", 1)[0]
-    section = text.split(f"\n### {heading}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-    assert quick
-    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
-    return quick.group(1) + "".join(re.findall(r"```python\n(.*?)```", toolbox_section, re.S)), block
-
-
 def test_the_readme_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # nothing to export traces with
     agents.set_tracing_disabled(True)
-    before, block = readme_example("OpenAI Agents SDK")
-    assert len(block.strip().splitlines()) <= 15
+    before, block = readme_toolbox_prelude(), readme_block("OpenAI Agents SDK")
     namespace: dict[str, Any] = {}
     exec(compile(before, "README.md", "exec"), namespace)
     exec(compile(block, "README.md", "exec"), namespace)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 import toolsift as ts
+from helpers import readme_block, readme_toolbox_prelude
 from toolsift.errors import InvalidParameterError
 from toolsift.integrations.pydantic_ai import (
     ToolsiftToolset,
@@ -241,21 +240,8 @@ def test_a_botocore_schema_reaches_the_model_unchanged() -> None:
     assert received == [arguments]
 
 
-def readme_example(heading: str) -> tuple[str, str]:
-    """The README's quickstart and toolbox examples (what the framework examples continue), and
-    the one python block under ``### heading``."""
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    quick = re.search(r"## Quickstart\n\n```python\n(.*?)```", text, re.S)
-    toolbox_section = text.split("## Agent toolbox", 1)[1].split("\n## ", 1)[0]
-    section = text.split(f"\n### {heading}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-    assert quick
-    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
-    return quick.group(1) + "".join(re.findall(r"```python\n(.*?)```", toolbox_section, re.S)), block
-
-
 def test_the_readme_example_runs() -> None:
-    before, block = readme_example("PydanticAI")
-    assert len(block.strip().splitlines()) <= 15
+    before, block = readme_toolbox_prelude(), readme_block("PydanticAI")
     namespace: dict[str, Any] = {}
     exec(compile(before, "README.md", "exec"), namespace)
     exec(compile(block, "README.md", "exec"), namespace)
