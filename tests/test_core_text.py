@@ -10,9 +10,9 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import struct
 import zlib
 from collections.abc import Iterator, Mapping
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -266,25 +266,12 @@ def test_the_cores_crc32_is_zlibs(data: bytes, value: int) -> None:
     assert _core.crc32(data, value) == zlib.crc32(data, value)
 
 
-def reference_line_without_name(blob: bytes, offsets: list[int], names: list[str]) -> int | None:
-    """The first check of names in lines, a ``bytes.find`` per line."""
-    for i, (name, start, end) in enumerate(zip(names, offsets, offsets[1:], strict=False)):
-        if blob.find(b'"name": ' + encode_basestring(name).encode(), start, end) < 0:
-            return i
-    return None
-
-
 @SETTINGS
-@given(st.lists(st.tuples(nasty, nasty, st.booleans(), st.booleans()), max_size=6))
-def test_the_cores_name_check_finds_the_lines_the_reference_finds(rows: list[tuple[str, str, bool, bool]]) -> None:
-    lines, names = [], []
-    for name, other, holds, nested in rows:
-        member = {"name": name if holds else name + "x"}
-        if nested:  # a "name" member elsewhere in the line, holding another name
-            member = {"parameters": {"properties": {"name": other}}, **member}
-        lines.append(json.dumps(member, ensure_ascii=False, sort_keys=True).encode() + b"\n")
-        names.append(name)
-    blob = b"".join(lines)
-    offsets = [0, *itertools.accumulate(map(len, lines))]
-    assert _core.line_without_name(blob, offsets, names) == reference_line_without_name(blob, offsets, names)
-    assert _core.line_without_name(blob, [0, len(blob) + 5], names[:1]) == (0 if names else None)
+@given(st.lists(st.binary(max_size=40), max_size=8))
+def test_the_cores_crc32_of_each_piece_is_zlibs(pieces: list[bytes]) -> None:
+    data, cuts = b"".join(pieces), [0, *itertools.accumulate(map(len, pieces))]
+    want = struct.pack(f"<{len(pieces)}I", *map(zlib.crc32, pieces))
+    assert _core.crc32_each(data, cuts) == want
+    for bad in ([0, len(data) + 1], [3, 1]):
+        with pytest.raises(ts.errors.InvalidParameterError):
+            _core.crc32_each(data, bad)

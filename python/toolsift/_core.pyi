@@ -14,9 +14,9 @@ __all__ = [
     "__version__",
     "_panic_for_tests",
     "crc32",
+    "crc32_each",
     "definition_bytes",
     "json_lines",
-    "line_without_name",
     "schema_text",
     "stem",
     "tokenize",
@@ -31,7 +31,7 @@ def definition_bytes(names: list[str], descriptions: list[str], parameters: list
 def schema_text(schema: Any) -> str | None: ...
 def json_lines(values: list[Any]) -> tuple[bytes, list[int]]: ...
 def crc32(data: bytes, value: int = 0) -> int: ...
-def line_without_name(blob: bytes, offsets: list[int], names: list[str]) -> int | None: ...
+def crc32_each(data: bytes, offsets: list[int]) -> bytes: ...
 
 # one text of weight 1, or (text, weight) pieces
 _QueryArg = str | list[tuple[str, float]]

@@ -1,12 +1,18 @@
 """Index files: the catalog, the core index snapshot and the tool vectors in one checked file.
 
-Layout: ``TOOLSIFT``, a format version (u32), the lengths (u64) of four sections, the CRC-32 of
-the sections other than the core's (which carries its own), then the sections: a JSON header
-(options and tool names), the tools as JSON Lines in toolsift's own form, the core index snapshot
-(versioned and CRC-checked by the core) and the tool vectors (raw float32, possibly empty).
-Writes go to a temporary file that replaces the target only once complete, so a crash never
-leaves a half-written index. Loading parses a tool's JSON only when that tool is first needed,
-so a large index loads in about the time it takes to read the file.
+Layout: ``TOOLSIFT``, a format version (u32), the lengths (u64) of five sections, the CRC-32 of
+the header, lines and vector sections, then the sections: a JSON header (options and tool
+names), the lines table (where each tool's line starts, as little-endian u64s, one more than
+the tools, then the CRC-32 of each line as u32s), the tools as JSON Lines in toolsift's own form,
+the core index snapshot (versioned and CRC-checked by the core) and the tool vectors (raw
+float32, possibly empty). Writes go to a temporary file that replaces the target only once
+complete, so a crash never leaves a half-written index.
+
+Loading reads and checks everything but the tools section, which stays on disk: a tool's line is
+read, checked against its CRC and parsed only when that tool is first needed, so a large index
+loads in about the time it takes to read its core and keeps only the tools it used in memory.
+The loaded index holds the file open; a file replaced by a later save (a rename) keeps serving
+the version that was loaded, and one changed in place is refused tool by tool.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, overload
@@ -26,22 +34,22 @@ from .errors import SnapshotError, ToolsiftError
 from .registry import Tool, json_lines
 
 MAGIC = b"TOOLSIFT"
-FORMAT = 1
-_HEAD = struct.Struct("<8sI4QI")
-_NEWLINE = 10
+FORMAT = 2
+_HEAD = struct.Struct("<8sI5QI")
 
 
 class LazyTools(Sequence[Tool]):
-    """Tools of a loaded index, each parsed from its JSON line on first use.
+    """Tools of a loaded index, each read from its line in the file and parsed on first use.
 
-    A tool is checked when it is parsed, before anyone sees it: its line must hold the name the
-    header gives it, and the permissions, core flag and explicit ``cost_tokens`` that the core
-    index enforces at its position. A line that disagrees raises
-    :class:`~toolsift.errors.SnapshotError`, then and on every later use.
+    A tool is checked when it is read, before anyone sees it: its line must have the CRC-32 the
+    lines table gives it, hold the name the header gives it, and the permissions, core flag and
+    explicit ``cost_tokens`` that the core index enforces at its position. A line that disagrees
+    (or a file cut short since it was loaded) raises :class:`~toolsift.errors.SnapshotError`,
+    then and on every later use.
     """
 
-    def __init__(self, names: list[str], blob: bytes, offsets: list[int], core: _core.Index) -> None:
-        self.names, self._blob, self._offsets, self._core = names, blob, offsets, core
+    def __init__(self, names: list[str], file: _File, lines: _Lines, core: _core.Index) -> None:
+        self.names, self._file, self._lines, self._core = names, file, lines, core
         self._made: dict[int, Tool] = {}
 
     def __len__(self) -> int:
@@ -66,7 +74,10 @@ class LazyTools(Sequence[Tool]):
     def _read(self, i: int) -> Tool:
         # The messages name the position and what disagrees, not the tool's name or permissions:
         # reading happens on lookups too (``Index.allows``), for tools the caller may not use.
-        line = self._blob[self._offsets[i] : self._offsets[i + 1]]
+        start, end, crc = self._lines.line(i)
+        line = self._file.read(start, end - start)
+        if len(line) != end - start or _core.crc32(line) != crc or not line.endswith(b"\n"):
+            raise SnapshotError(f"tool #{i} of the index file is corrupted (changed since it was loaded?)")
         try:
             tool = Tool.from_dict(json.loads(line), position=i)
         except (ValueError, RecursionError, ToolsiftError) as e:
@@ -90,6 +101,37 @@ class LazyTools(Sequence[Tool]):
         if tool.cost_tokens is not None and tool.cost_tokens != core.cost(i):
             return "its line gives another cost_tokens than the core index"
         return None
+
+
+class _File:
+    """The tools section of an open index file, read at an offset; the file is closed when this
+    object is collected."""
+
+    def __init__(self, fd: int, base: int) -> None:
+        self._fd, self._base, self._lock = fd, base, threading.Lock()
+        weakref.finalize(self, os.close, fd)
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes from ``offset`` of the tools section (fewer at the file's end)."""
+        try:
+            if hasattr(os, "pread"):
+                return os.pread(self._fd, size, self._base + offset)
+            with self._lock:  # no pread (Windows): seek and read as one step
+                os.lseek(self._fd, self._base + offset, os.SEEK_SET)
+                return os.read(self._fd, size)
+        except OSError as e:
+            raise SnapshotError(f"the index file cannot be read any more: {e.strerror}") from None
+
+
+class _Lines:
+    """Where each tool's line is in the tools section, and its CRC-32."""
+
+    def __init__(self, starts: np.ndarray, crcs: np.ndarray) -> None:
+        self._starts, self._crcs = starts, crcs
+
+    def line(self, i: int) -> tuple[int, int, int]:
+        """``(start, end, crc)`` of line ``i``."""
+        return int(self._starts[i]), int(self._starts[i + 1]), int(self._crcs[i])
 
 
 class Positions(Mapping[str, int]):
@@ -116,21 +158,20 @@ def save(
     path: str | Path, tools: Sequence[Tool], core: bytes, vectors: np.ndarray | None, options: dict[str, Any]
 ) -> None:
     """Writes an index file atomically (see :func:`toolsift._atomic.write_atomic`)."""
-    pieces, offsets = [], [0]
+    pieces, starts, crcs = [], [0], []
     for piece, ends in json_lines(tools):
-        base = offsets[-1]
-        offsets.extend(base + end for end in ends[1:])
+        base = starts[-1]
+        starts.extend(base + end for end in ends[1:])
+        crcs.append(_core.crc32_each(piece, ends))
         pieces.append(piece)
+    lines_b = np.asarray(starts, dtype="<u8").tobytes() + b"".join(crcs)
     vec = b"" if vectors is None else np.ascontiguousarray(vectors, dtype="<f4").tobytes()
     dim = 0 if vectors is None else int(vectors.shape[1])
-    header = {"options": options, "names": [t.name for t in tools], "offsets": offsets, "dim": dim}
+    header = {"options": options, "names": [t.name for t in tools], "dim": dim}
     head_b = json.dumps(header).encode()
-    crc = _core.crc32(head_b)
-    for piece in pieces:
-        crc = _core.crc32(piece, crc)
-    crc = _core.crc32(vec, crc)
-    head = _HEAD.pack(MAGIC, FORMAT, len(head_b), offsets[-1], len(core), len(vec), crc)
-    write_atomic(path, [head, head_b, *pieces, core, vec])
+    crc = _core.crc32(vec, _core.crc32(lines_b, _core.crc32(head_b)))
+    head = _HEAD.pack(MAGIC, FORMAT, len(head_b), len(lines_b), starts[-1], len(core), len(vec), crc)
+    write_atomic(path, [head, head_b, lines_b, *pieces, core, vec])
 
 
 def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.Index, np.ndarray | None, Options]:
@@ -138,53 +179,73 @@ def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.In
     in registry order, are ``positions.tools``).
 
     Refused with :class:`~toolsift.errors.SnapshotError` before anything is used: a bad magic,
-    format, length or checksum; a header that is not exactly ``options``, ``names``, ``offsets``
-    and ``dim``; names that are not one distinct string per tool of the core index; offsets that
-    do not cut the tools section into one newline-terminated line per tool, from 0 to its end;
-    a line that does not hold the name the header gives it; options of the wrong type or range,
-    missing or unknown, or scoring parameters other than the core's; a vector section that is
-    not ``dim`` finite float32 values per tool. What needs a tool parsed (its permissions, core
-    flag and cost against the core's) is checked when that tool is first used
-    (:class:`LazyTools`), so loading stays about as fast as reading the file. With
-    ``vectors=False`` the vector section is only measured, not decoded.
+    format, length or checksum; a header that is not exactly ``options``, ``names`` and ``dim``;
+    names that are not one distinct string per tool of the core index; a lines table that does
+    not cut the tools section into one non-empty line per tool, from 0 to its end; options of
+    the wrong type or range, missing or unknown, or scoring parameters other than the core's; a
+    vector section that is not ``dim`` finite float32 values per tool. What needs a tool's line
+    (its CRC, its name against the header's, its permissions, core flag and cost against the
+    core's) is checked when that tool is first used (:class:`LazyTools`), so loading takes about
+    the time it takes to read everything but the tools. With ``vectors=False`` the vector
+    section is only checksummed, not decoded.
     """
-    header_b, tools_b, core_b, vec_b, crc = _sections(path)
-    if _core.crc32(vec_b, _core.crc32(tools_b, _core.crc32(header_b))) != crc:
-        raise SnapshotError(f"{path} is corrupted (checksum mismatch)")
-    core = _core.Index.from_bytes(core_b)
+    fd, (header_b, lines_b, core_b, vec_b), tools_at, crc = _sections(path)
     try:
-        header = _header(header_b)
-        names, by_name = _names(header["names"], len(core))
-        blob = tools_b
-        offsets = _offsets(header["offsets"], blob, len(names))
-        _names_in_lines(names, blob, offsets)
-        options = _options(header["options"], core)
-        kept = _vectors(header["dim"], vec_b, len(names), decode=vectors)
-    except SnapshotError as e:
-        raise SnapshotError(f"{path}: {e}") from None
-    return Positions(LazyTools(names, blob, offsets, core), by_name), core, kept, options
+        if _core.crc32(vec_b, _core.crc32(lines_b, _core.crc32(header_b))) != crc:
+            raise SnapshotError(f"{path} is corrupted (checksum mismatch)")
+        core = _core.Index.from_bytes(core_b)
+        try:
+            header = _header(header_b)
+            names, by_name = _names(header["names"], len(core))
+            lines = _lines(lines_b, tools_at[1], len(names))
+            options = _options(header["options"], core)
+            kept = _vectors(header["dim"], vec_b, len(names), decode=vectors)
+        except SnapshotError as e:
+            raise SnapshotError(f"{path}: {e}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    tools = LazyTools(names, _File(fd, tools_at[0]), lines, core)
+    return Positions(tools, by_name), core, kept, options
 
 
-def _sections(path: str | Path) -> tuple[bytes, bytes, bytes, bytes, int]:
-    """The four sections of an index file, each read into its own bytes (nothing copied twice),
-    and the checksum its head gives them."""
+def _sections(path: str | Path) -> tuple[int, tuple[bytes, bytes, bytes, bytes], tuple[int, int], int]:
+    """An open descriptor of the index file; its header, lines, core and vector sections, each
+    read into its own bytes; where its tools section starts and how long it is; and the
+    checksum its head gives the sections it covers."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise SnapshotError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        with os.fdopen(os.dup(fd), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             head = f.read(_HEAD.size)
             if len(head) < _HEAD.size or not head.startswith(MAGIC):
                 raise SnapshotError(f"{path} is not a toolsift index file")
             _, fmt, *lengths, crc = _HEAD.unpack(head)
             if fmt != FORMAT:
-                raise SnapshotError(f"{path} has index format {fmt}; this toolsift reads format {FORMAT}")
+                raise SnapshotError(
+                    f"{path} has index format {fmt}; this toolsift reads format {FORMAT} "
+                    "(rebuild it with `toolsift index` or Index.save)"
+                )
             if _HEAD.size + sum(lengths) != size:
                 raise SnapshotError(f"{path} is truncated or has trailing data")
-            header_b, tools_b, core_b, vec_b = (f.read(n) for n in lengths)
+            header_len, lines_len, tools_len, core_len, vec_len = lengths
+            header_b, lines_b = f.read(header_len), f.read(lines_len)
+            tools_at = _HEAD.size + header_len + lines_len
+            f.seek(tools_len, os.SEEK_CUR)
+            core_b, vec_b = f.read(core_len), f.read(vec_len)
     except OSError as e:
+        os.close(fd)
         raise SnapshotError(f"cannot read {path}: {e.strerror}") from None
-    if [len(header_b), len(tools_b), len(core_b), len(vec_b)] != lengths:
+    except BaseException:
+        os.close(fd)
+        raise
+    if [len(header_b), len(lines_b), len(core_b), len(vec_b)] != [header_len, lines_len, core_len, vec_len]:
+        os.close(fd)
         raise SnapshotError(f"{path} is truncated or has trailing data")  # changed while read
-    return header_b, tools_b, core_b, vec_b, crc
+    return fd, (header_b, lines_b, core_b, vec_b), (tools_at, tools_len), crc
 
 
 class Options(TypedDict):
@@ -209,8 +270,8 @@ def _header(raw: bytes) -> dict[str, Any]:
         header = json.loads(raw)
     except (ValueError, RecursionError) as e:
         raise SnapshotError(f"the header is not valid JSON: {e}") from None
-    if type(header) is not dict or set(header) != {"options", "names", "offsets", "dim"}:
-        raise SnapshotError("the header is not an object of options, names, offsets and dim")
+    if type(header) is not dict or set(header) != {"options", "names", "dim"}:
+        raise SnapshotError("the header is not an object of options, names and dim")
     return header
 
 
@@ -218,32 +279,25 @@ def _names(names: object, n: int) -> tuple[list[str], dict[str, int]]:
     """The header's names, and the position of each."""
     if type(names) is not list or len(names) != n or not set(map(type, names)) <= {str}:
         raise SnapshotError(f"the header's names are not {n} strings, one per tool of the core index")
+    try:
+        "".join(names).encode()
+    except UnicodeEncodeError:  # a lone surrogate, as JSON can spell it
+        raise SnapshotError("the header's names are not all Unicode text") from None
     by_name = dict(zip(names, range(n), strict=True))
     if len(by_name) != n:
         raise SnapshotError("the header names two tools alike")
     return names, by_name
 
 
-def _offsets(offsets: object, blob: bytes, n: int) -> list[int]:
-    """The offsets of the ``n`` lines of ``blob``: ints from 0 to its length, each line
-    non-empty and ending with a newline where the next begins."""
-    if type(offsets) is not list or len(offsets) != n + 1 or set(map(type, offsets)) != {int}:
-        raise SnapshotError(f"the header's offsets are not {n + 1} integers")
-    if offsets[0] != 0 or offsets[-1] != len(blob) or min(offsets) < 0 or max(offsets) > len(blob):
-        raise SnapshotError("the header's offsets do not span the tools section")
-    cut = np.array(offsets, dtype=np.int64)  # each in [0, len(blob)]: no overflow
-    if not (np.diff(cut) > 0).all() or not (np.frombuffer(blob, np.uint8)[cut[1:] - 1] == _NEWLINE).all():
-        raise SnapshotError("the header's offsets do not cut the tools section at its line ends")
-    return offsets
-
-
-def _names_in_lines(names: list[str], blob: bytes, offsets: list[int]) -> None:
-    """Each line holds the ``"name": ...`` member the header's name gives it (in the form
-    :meth:`Tool.to_json` writes). This is a search, not a parse: a crafted line can hold the
-    member elsewhere too, which :class:`LazyTools` catches when it parses the line."""
-    bad = _core.line_without_name(blob, offsets, names)
-    if bad is not None:
-        raise SnapshotError(f"tool #{bad} is named {names[bad]!r} in the header but not in its line")
+def _lines(raw: bytes, size: int, n: int) -> _Lines:
+    """The lines table of ``n`` tools in a tools section of ``size`` bytes: ``n + 1`` starts
+    from 0 to ``size``, each line non-empty, then ``n`` CRCs."""
+    if len(raw) != 12 * n + 8:
+        raise SnapshotError(f"the lines table is {len(raw)} bytes, not {12 * n + 8} for {n} tools")
+    starts = np.frombuffer(raw, dtype="<u8", count=n + 1)
+    if int(starts[0]) != 0 or int(starts[-1]) != size or not (np.diff(starts.astype(np.int64)) > 0).all():
+        raise SnapshotError("the lines table does not cut the tools section into one line per tool")
+    return _Lines(starts, np.frombuffer(raw, dtype="<u4", offset=8 * (n + 1)))
 
 
 def _number(value: object) -> bool:

@@ -182,27 +182,3 @@ pub fn line(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
     out.push(b'\n');
     Ok(())
 }
-
-/// The first line of `blob` (cut at `offsets`, one more than `names`) that does not hold the
-/// member `"name": <its name>` as the lines are written, if any; a cut outside `blob` counts as
-/// that line lacking it.
-pub fn line_without_name(blob: &[u8], offsets: &[usize], names: &[&str]) -> Option<usize> {
-    const MEMBER: &[u8] = b"\"name\": ";
-    let member = memchr::memmem::Finder::new(MEMBER);
-    let mut value = Vec::with_capacity(64);
-    for (i, name) in names.iter().enumerate() {
-        let line = offsets
-            .get(i..i + 2)
-            .and_then(|cut| blob.get(cut[0]..cut[1].max(cut[0])));
-        value.clear();
-        string(name, &mut value);
-        let holds = |line: &[u8]| {
-            let mut found = member.find_iter(line);
-            found.any(|at| line[at + MEMBER.len()..].starts_with(&value))
-        };
-        if !line.is_some_and(holds) {
-            return Some(i);
-        }
-    }
-    None
-}

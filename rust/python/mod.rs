@@ -85,19 +85,30 @@ fn crc32(py: Python<'_>, data: &[u8], value: u32) -> PyResult<u32> {
     })
 }
 
-/// The position of the first tool line of `blob` (cut at `offsets`) that does not hold its
-/// name from `names` as `"name": <JSON string>`, or `None`.
+/// The CRC-32 (zlib's) of each piece of `data` cut at `offsets` (ascending, within `data`), as
+/// little-endian u32s; the GIL released.
 #[pyfunction]
-fn line_without_name(
-    py: Python<'_>,
-    blob: &[u8],
+fn crc32_each<'py>(
+    py: Python<'py>,
+    data: &[u8],
     offsets: Vec<usize>,
-    names: Vec<Bound<'_, pyo3::types::PyString>>,
-) -> PyResult<Option<usize>> {
-    // a name that is not Unicode text (a lone surrogate) is in no line
-    let texts: Vec<&str> = names.iter().map_while(|n| n.to_str().ok()).collect();
-    let found = errors::detached(py, || jsonl::line_without_name(blob, &offsets, &texts))?;
-    Ok(found.or((texts.len() < names.len()).then_some(texts.len())))
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let cut_ok =
+        offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_none_or(|&e| e <= data.len());
+    if !cut_ok {
+        return Err(crate::error::Error::InvalidParameter {
+            name: "offsets",
+            reason: "must ascend within the data".into(),
+        }
+        .into());
+    }
+    let out = errors::detached(py, || {
+        offsets
+            .windows(2)
+            .flat_map(|w| crc32fast::hash(&data[w[0]..w[1]]).to_le_bytes())
+            .collect::<Vec<u8>>()
+    })?;
+    Ok(pyo3::types::PyBytes::new(py, &out))
 }
 
 #[pymodule]
@@ -110,7 +121,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema_text, m)?)?;
     m.add_function(wrap_pyfunction!(json_lines, m)?)?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
-    m.add_function(wrap_pyfunction!(line_without_name, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32_each, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;
