@@ -13,6 +13,7 @@ pub mod error;
 pub mod index;
 pub mod permissions;
 pub mod postings;
+pub mod relevance;
 pub mod snapshot;
 pub mod taat;
 pub mod tokenizer;

@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import EllipsisType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -214,6 +215,14 @@ class Index:
             recently used caller's is dropped first. The index just built is always kept, even
             alone past the bound (0 keeps only the latest). Defaults to
             :data:`TENANT_CACHE_BYTES` (256 MiB).
+        min_evidence: The relevance gate (``None``, the default: off). When no ranked tool holds
+            at least this much evidence for the query (the summed IDF of the distinct query
+            words it contains, in units of the IDF of a word only one tool has; digits-only
+            words count for nothing: see :meth:`evidence`), :meth:`search` returns nothing and
+            :meth:`select` the core tools only, so a request that nothing in the catalog fits
+            does not fill the budget. ``benches/relevance.py`` measures the trade-off on BFCL
+            (0.5 refuses about a third more of the requests no tool fits, at half a point of
+            recall@10); see the README.
         scan: Poisoned-definition policy (see :mod:`toolsift.scan`): ``"off"`` (default),
             ``"report"`` (findings in :attr:`findings`), ``"withhold"`` (flagged tools are indexed
             but never returned, selected or callable by anyone) or ``"refuse"`` (raise
@@ -240,6 +249,7 @@ class Index:
         scan: str = "off",
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
         group_by: Callable[[Tool], str] | None = None,
+        min_evidence: float | None = None,
     ) -> None:
         started = time.perf_counter()
         self._group_by = _group_function(group_by)
@@ -268,6 +278,7 @@ class Index:
         )
         self._set_statistics(statistics, _Scoring(weights, bs, float(k1), float(prefix_weight)), tenant_cache_bytes)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
+        self._min_evidence = _gate(min_evidence)
         log.info("indexed %d tools in %.3f s (%r)", len(self._tools), time.perf_counter() - started, self)
         if self.findings:
             log.warning(
@@ -489,7 +500,8 @@ class Index:
 
         vectors = None if self._dense is None else self._dense.vectors
         build = self._build
-        options = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
+        options: dict[str, Any] = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
+        options["min_evidence"] = self._min_evidence
         # prefix_weight is not repeated here: the core's own bytes hold it
         options["scoring"] = {"weights": list(build.weights), "b": list(build.bs), "k1": build.k1}
         started = time.perf_counter()
@@ -507,6 +519,7 @@ class Index:
         statistics: str | None = None,
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
         group_by: Callable[[Tool], str] | None = None,
+        min_evidence: float | EllipsisType | None = ...,
     ) -> Index:
         """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
         side (its stored tool vectors are reused); a file that is not a valid snapshot, or whose
@@ -518,7 +531,8 @@ class Index:
         was saved with (``None``: the file's). A deployment that relies on tenant isolation should
         pass ``"caller"``: the file's mode is a header field that anyone who can write the file can
         change, checksums included. ``tenant_cache_bytes`` and ``group_by`` are as for
-        :class:`Index` (a function is not saved: give it again).
+        :class:`Index` (a function is not saved: give it again); ``min_evidence`` overrides the
+        file's relevance gate (``...``: the file's; ``None``: off).
         """
         from .snapshot import load
 
@@ -535,6 +549,7 @@ class Index:
         build = _Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight)
         index._set_statistics(mode, build, tenant_cache_bytes)
         index._set_ranking(embedder, options["alpha"], rerank, options["depth"], dense_options, vectors)
+        index._min_evidence = _gate(options["min_evidence"] if min_evidence is ... else min_evidence)
         log.info("loaded %d tools from %s in %.3f s", len(index), path, time.perf_counter() - started)
         return index
 
@@ -633,8 +648,35 @@ class Index:
             except (TypeError, UnicodeEncodeError):  # the core could not read the text: say why
                 _check_queries([query])
                 raise
-            return [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
-        return self._ranking(Query.of(query), perms, max(k, self._depth), scope)[:k]
+            hits = [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
+        else:
+            hits = self._ranking(Query.of(query), perms, max(k, self._depth), scope)[:k]
+        return [] if self._gate_closed(query, perms, [h.position for h in hits]) else hits
+
+    def evidence(self, query: str | Query, names: Sequence[str], caller: Caller = None) -> list[float]:
+        """The relevance gate's evidence of each named tool for ``query`` (see ``min_evidence``
+        of :class:`Index`), with the caller's statistics in tenant mode. A tool the caller may
+        not use raises :class:`~toolsift.errors.UnknownToolError`, like an unknown one."""
+        perms = _caller(caller)
+        positions = [self._positions[n] if self.allows(perms.names, n) else None for n in map(name_arg, names)]
+        for name, at in zip(names, positions, strict=True):
+            if at is None:
+                raise UnknownToolError(name)
+        return self._evidence(_query(query), perms, [p for p in positions if p is not None])
+
+    def _evidence(self, parts: str | list[tuple[str, float]], perms: Perms, positions: list[int]) -> list[float]:
+        tenant = None if self._statistics == "shared" else self._tenant(perms)
+        if tenant is None:
+            return self._core.evidence(parts, positions)
+        sub, keep, _ = tenant
+        evidence: list[float] = sub.evidence(parts, np.searchsorted(keep, positions).tolist())
+        return evidence
+
+    def _gate_closed(self, query: str | Query, perms: Perms, positions: list[int]) -> bool:
+        """True when the relevance gate is on and none of ``positions`` reaches its floor."""
+        if self._min_evidence is None or not positions:
+            return False
+        return max(self._evidence(_query(query), perms, positions)) < self._min_evidence
 
     def _ranking(self, query: Query, perms: Perms, depth: int, scope: np.ndarray | None = None) -> list[Hit]:
         """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use
@@ -690,12 +732,19 @@ class Index:
             order = np.array([h.position for h in ranked], dtype=np.uint32)
             mask = self._scoped(self._core, self._mask(perms), scope, True)
             packed = self._core.select_ranked(order, mask, tokens, cap)
+        if self._gate_closed(query, perms, [p for p in packed[0] if not self._core.is_core(p)]):
+            packed = self._core_select("", perms, tokens, cap, scope)  # the core tools only
         return Selection(self, packed, budget)
 
     def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
         k, perms = _count("k", k), _caller(caller)
-        if self._dense is not None or self._rerank is not None or self._statistics == "caller":
+        if (
+            self._dense is not None
+            or self._rerank is not None
+            or self._statistics == "caller"
+            or self._min_evidence is not None
+        ):
             return [self.search(q, k, perms.names) for q in queries]
         try:
             batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
@@ -711,7 +760,12 @@ class Index:
         tokens = UNLIMITED if budget is None else _count("budget", budget)
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
-        if self._dense is not None or self._rerank is not None or self._statistics == "caller":
+        if (
+            self._dense is not None
+            or self._rerank is not None
+            or self._statistics == "caller"
+            or self._min_evidence is not None
+        ):
             return [self.select(q, perms.names, budget, k=k) for q in queries]
         try:
             batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
@@ -762,6 +816,15 @@ def _inside(keep: np.ndarray, scope: np.ndarray | None) -> np.ndarray | None:
     at = at[held]
     found: np.ndarray = at[keep[at] == scope[held]].astype(np.uint32)
     return found
+
+
+def _gate(min_evidence: object) -> float | None:
+    if min_evidence is None:
+        return None
+    value = _number("min_evidence", min_evidence)
+    if not value >= 0.0 or value == float("inf"):
+        raise InvalidParameterError(f"min_evidence must be a finite number >= 0 or None, not {min_evidence!r}")
+    return value
 
 
 def _number(name: str, value: object) -> float:

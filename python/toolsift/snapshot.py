@@ -255,6 +255,7 @@ class Options(TypedDict):
     depth: int
     statistics: str
     scoring: Scoring
+    min_evidence: float | None
 
 
 class Scoring(TypedDict):
@@ -313,9 +314,12 @@ def _same_f32(value: object, stored: float) -> bool:
 
 
 def _options(options: object, core: _core.Index) -> Options:
-    if type(options) is not dict or set(options) != {"alpha", "depth", "statistics", "scoring"}:
-        raise SnapshotError("the options are not exactly alpha, depth, statistics and scoring")
-    alpha, depth, statistics, scoring = (options[k] for k in ("alpha", "depth", "statistics", "scoring"))
+    names = ("alpha", "depth", "statistics", "scoring", "min_evidence")
+    if type(options) is not dict or set(options) != set(names):
+        raise SnapshotError("the options are not exactly alpha, depth, statistics, scoring and min_evidence")
+    alpha, depth, statistics, scoring, min_evidence = (options[k] for k in names)
+    if min_evidence is not None and (not _number(min_evidence) or not 0.0 <= min_evidence < float("inf")):
+        raise SnapshotError(f"option min_evidence must be a number >= 0 or null, not {min_evidence!r}")
     if not _number(alpha) or not 0.0 <= alpha <= 1.0:
         raise SnapshotError(f"option alpha must be a number in [0, 1], not {alpha!r}")
     if type(depth) is not int or depth < 0:
@@ -335,7 +339,11 @@ def _options(options: object, core: _core.Index) -> Options:
     if not same:
         raise SnapshotError("option scoring disagrees with the core index's parameters")
     return Options(
-        alpha=float(alpha), depth=depth, statistics=statistics, scoring=Scoring(weights=weights, b=bs, k1=k1)
+        alpha=float(alpha),
+        depth=depth,
+        statistics=statistics,
+        scoring=Scoring(weights=weights, b=bs, k1=k1),
+        min_evidence=None if min_evidence is None else float(min_evidence),
     )
 
 

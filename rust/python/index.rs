@@ -431,6 +431,16 @@ impl PyIndex {
         })
     }
 
+    /// The relevance gate's evidence of each tool at `positions` for `query` (see
+    /// `toolsift::relevance`).
+    fn evidence(&self, py: Python<'_>, query: QueryArg, positions: Vec<u32>) -> PyResult<Vec<f32>> {
+        for &p in &positions {
+            self.position(p)?;
+        }
+        let idx = &*self.inner;
+        detached(py, move || idx.evidence(query.query(), &positions))
+    }
+
     /// Token cost of the tool at `position`.
     fn cost(&self, position: u32) -> PyResult<u32> {
         Ok(self.inner.cost(self.position(position)?))

@@ -41,6 +41,8 @@ BFCL_SINGLE_TURN = (
     "live_parallel",
     "live_parallel_multiple",
 )
+BFCL_IRRELEVANCE = ("irrelevance", "live_irrelevance")
+"""BFCL's categories of requests that none of their offered functions fits."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,10 @@ class LabelledQuery:
     category: str = "all"
     history: tuple[str, ...] = ()
     """Earlier user turns of the conversation, oldest first (may be empty)."""
+    offered: tuple[str, ...] = ()
+    """The tools the dataset offered with the request, where it says (BFCL gives each request
+    a few functions; for its irrelevance categories none of them fits and ``relevant`` is
+    empty)."""
 
 
 @dataclass
@@ -176,22 +182,32 @@ def _user_text(question: Iterable[Any]) -> str:
 
 
 def load_bfcl(categories: Iterable[str] = BFCL_SINGLE_TURN) -> Dataset:
-    """The pooled BFCL catalog with the questions of ``categories`` as queries."""
+    """The pooled BFCL catalog with the questions of ``categories`` as queries. The catalog is
+    every function of :data:`BFCL_SINGLE_TURN` and the multi-turn documents, plus those of the
+    :data:`BFCL_IRRELEVANCE` categories asked for (their queries have no relevant tool)."""
+    categories = tuple(categories)
+    unknown = set(categories) - {*BFCL_SINGLE_TURN, *BFCL_IRRELEVANCE}
+    if unknown:
+        raise ToolsiftError(f"unknown BFCL categories: {sorted(unknown)}")
     pool = _Pool()
     queries = []
     with zipfile.ZipFile(_bfcl_wheel()) as z:
         for category in BFCL_SINGLE_TURN:
             answers = {a["id"]: a["ground_truth"] for a in _jsonl(z, f"possible_answer/BFCL_v4_{category}.json")}
             for item in _jsonl(z, f"BFCL_v4_{category}.json"):
-                for fn in item["function"]:
-                    pool.add(fn)
+                offered = tuple(pool.add(fn) for fn in item["function"])
                 if category not in categories:
                     continue
                 needed = dict.fromkeys(name for call in answers[item["id"]] for name in call)
-                queries.append(LabelledQuery(item["id"], _user_text(item["question"]), tuple(needed), category))
+                text = _user_text(item["question"])
+                queries.append(LabelledQuery(item["id"], text, tuple(needed), category, offered=offered))
         docs = sorted(n for n in z.namelist() if n.startswith("bfcl_eval/data/multi_turn_func_doc/"))
         for doc in docs:
             for fn in _jsonl(z, doc.removeprefix("bfcl_eval/data/")):
                 pool.add({k: v for k, v in fn.items() if k in ("name", "description", "parameters")})
+        for category in (c for c in BFCL_IRRELEVANCE if c in categories):
+            for item in _jsonl(z, f"BFCL_v4_{category}.json"):
+                offered = tuple(pool.add(fn) for fn in item["function"])
+                queries.append(LabelledQuery(item["id"], _user_text(item["question"]), (), category, offered=offered))
     labels = {t.name: t.name.split("#")[0] for t in pool.tools if "#" in t.name}
     return Dataset("bfcl", Catalog(pool.tools), queries, labels)

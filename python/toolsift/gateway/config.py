@@ -109,6 +109,7 @@ class GatewayConfig:
     strict_schema_changes: bool = False
     scan: str = "report"
     statistics: str = "caller"
+    min_evidence: float | None = None
     session_idle_timeout: float = 300.0
     json_response: bool = True
     max_sessions: int = 10_000
@@ -145,6 +146,8 @@ class GatewayConfig:
                 raise fail("must be a positive number of seconds", f"gateway.{key}")
         if not 0 <= self.debounce < float("inf"):
             raise fail("must be a number of seconds >= 0", "gateway.debounce")
+        if self.min_evidence is not None and not 0 <= self.min_evidence < float("inf"):
+            raise fail("must be a number >= 0 (see Index(min_evidence=...))", "gateway.min_evidence")
         if self.log_backups < 0:
             raise fail("must be >= 0", "gateway.log_backups")
         if self.transport == "http" and not self.callers and not loopback(self.host):
@@ -296,6 +299,7 @@ _GATEWAY_KEYS: dict[str, type | tuple[type, ...]] = {
     "strict_schema_changes": bool,
     "scan": str,
     "statistics": str,
+    "min_evidence": (int, float),
     "session_idle_timeout": (int, float),
     "json_response": bool,
     "max_sessions": int,

@@ -311,7 +311,8 @@ class Gateway:
         def build() -> Index:  # off the event loop: index build and the catalog file beside the log
             if self.config.log:  # `toolsift eval --gateway-log` reads it with the log
                 catalog.save(self.config.log + ".tools.jsonl")
-            return Index(catalog, scan=self.config.scan, statistics=self.config.statistics)
+            config = self.config
+            return Index(catalog, scan=config.scan, statistics=config.statistics, min_evidence=config.min_evidence)
 
         index = await anyio.to_thread.run_sync(build)
         new = [f for f in index.findings if (f.tool, f.kind, f.detail) not in self._reported]
