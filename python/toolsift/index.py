@@ -29,6 +29,7 @@ from .errors import (
     UnknownToolError,
 )
 from .fusion import DEFAULT_ALPHA, Reranker, fuse
+from .intents import INTENT_EVIDENCE, INTENT_PROBE, clauses, interleave
 from .plan import default_group, namespace
 from .query import Query, check_text
 from .registry import Catalog, Tool, name_arg
@@ -223,6 +224,9 @@ class Index:
             does not fill the budget. ``benches/relevance.py`` measures the trade-off on BFCL
             (0.5 refuses about a third more of the requests no tool fits, at half a point of
             recall@10); see the README.
+        intents: Rank each intent of a compound request on its own too, and merge the rankings so
+            that every intent gets tools (see :mod:`toolsift.intents`); a request of one intent
+            is ranked as a whole either way. On by default.
         scan: Poisoned-definition policy (see :mod:`toolsift.scan`): ``"off"`` (default),
             ``"report"`` (findings in :attr:`findings`), ``"withhold"`` (flagged tools are indexed
             but never returned, selected or callable by anyone) or ``"refuse"`` (raise
@@ -250,6 +254,7 @@ class Index:
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
         group_by: Callable[[Tool], str] | None = None,
         min_evidence: float | None = None,
+        intents: bool = True,
     ) -> None:
         started = time.perf_counter()
         self._group_by = _group_function(group_by)
@@ -278,7 +283,7 @@ class Index:
         )
         self._set_statistics(statistics, _Scoring(weights, bs, float(k1), float(prefix_weight)), tenant_cache_bytes)
         self._set_ranking(embedder, alpha, rerank, depth, dense_options, None)
-        self._min_evidence = _gate(min_evidence)
+        self._min_evidence, self._intents = _gate(min_evidence), _flag("intents", intents)
         log.info("indexed %d tools in %.3f s (%r)", len(self._tools), time.perf_counter() - started, self)
         if self.findings:
             log.warning(
@@ -501,7 +506,7 @@ class Index:
         vectors = None if self._dense is None else self._dense.vectors
         build = self._build
         options: dict[str, Any] = {"alpha": self._alpha, "depth": self._depth, "statistics": self._statistics}
-        options["min_evidence"] = self._min_evidence
+        options["min_evidence"], options["intents"] = self._min_evidence, self._intents
         # prefix_weight is not repeated here: the core's own bytes hold it
         options["scoring"] = {"weights": list(build.weights), "b": list(build.bs), "k1": build.k1}
         started = time.perf_counter()
@@ -520,6 +525,7 @@ class Index:
         tenant_cache_bytes: int = TENANT_CACHE_BYTES,
         group_by: Callable[[Tool], str] | None = None,
         min_evidence: float | EllipsisType | None = ...,
+        intents: bool | EllipsisType = ...,
     ) -> Index:
         """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
         side (its stored tool vectors are reused); a file that is not a valid snapshot, or whose
@@ -531,8 +537,9 @@ class Index:
         was saved with (``None``: the file's). A deployment that relies on tenant isolation should
         pass ``"caller"``: the file's mode is a header field that anyone who can write the file can
         change, checksums included. ``tenant_cache_bytes`` and ``group_by`` are as for
-        :class:`Index` (a function is not saved: give it again); ``min_evidence`` overrides the
-        file's relevance gate (``...``: the file's; ``None``: off).
+        :class:`Index` (a function is not saved: give it again); ``min_evidence`` and ``intents``
+        override the file's relevance gate (``None``: off) and intent ranking (``...``: the
+        file's).
         """
         from .snapshot import load
 
@@ -550,6 +557,7 @@ class Index:
         index._set_statistics(mode, build, tenant_cache_bytes)
         index._set_ranking(embedder, options["alpha"], rerank, options["depth"], dense_options, vectors)
         index._min_evidence = _gate(options["min_evidence"] if min_evidence is ... else min_evidence)
+        index._intents = _flag("intents", options["intents"] if intents is ... else intents)
         log.info("loaded %d tools from %s in %.3f s", len(index), path, time.perf_counter() - started)
         return index
 
@@ -651,7 +659,36 @@ class Index:
             hits = [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
         else:
             hits = self._ranking(Query.of(query), perms, max(k, self._depth), scope)[:k]
+        intents = self._intent_rankings(query, perms, k, scope)
+        if intents:
+            hits = self._merge(hits, intents, k)
         return [] if self._gate_closed(query, perms, [h.position for h in hits]) else hits
+
+    def _intent_rankings(
+        self, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None
+    ) -> list[tuple[list[int], list[float]]]:
+        """The lexical rankings (positions, scores) of the intents of a compound request, when
+        it has two or more (see :mod:`toolsift.intents`); else none."""
+        found = clauses(query) if self._intents else []
+        if len(found) < 2:
+            return []
+        rankings = []
+        for clause in found:
+            positions, scores = self._core_search(clause, perms, depth, scope)
+            probe = positions[:INTENT_PROBE].tolist()
+            if probe and max(self._evidence(clause, perms, probe)) >= INTENT_EVIDENCE:
+                rankings.append((positions.tolist(), scores.tolist()))
+        return rankings if len(rankings) >= 2 else []
+
+    def _merge(self, whole: list[Hit], intents: list[tuple[list[int], list[float]]], depth: int) -> list[Hit]:
+        """``whole`` and the intents' rankings interleaved; a hit keeps the score of the first
+        ranking it comes from (the whole request's, else its intent's)."""
+        scores = {h.position: h.score for h in whole}
+        for positions, values in intents:
+            for p, s in zip(positions, values, strict=True):
+                scores.setdefault(p, s)
+        order = interleave([h.position for h in whole], [positions for positions, _ in intents], depth)
+        return [Hit(self._tools[p], p, scores[p]) for p in order]
 
     def evidence(self, query: str | Query, names: Sequence[str], caller: Caller = None) -> list[float]:
         """The relevance gate's evidence of each named tool for ``query`` (see ``min_evidence``
@@ -721,20 +758,39 @@ class Index:
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
         scope = None if group is None and groups is None else self._scope(query, perms, group, _groups_arg(groups))
-        if self._dense is None and self._rerank is None:
+        lexical = self._dense is None and self._rerank is None
+        try:
+            intents = self._intent_rankings(query, perms, self._depth, scope)
+        except (TypeError, UnicodeEncodeError):
+            _check_queries([query])
+            raise
+        if lexical and not intents:
             try:
                 packed = self._core_select(_query(query), perms, tokens, cap, scope)
             except (TypeError, UnicodeEncodeError):
                 _check_queries([query])
                 raise
         else:
-            ranked = self._ranking(Query.of(query), perms, self._depth, scope)
+            if lexical:
+                positions, scores = self._core_search(_query(query), perms, self._depth, scope)
+                ranked = [Hit(self._tools[i], i, s) for i, s in zip(positions.tolist(), scores.tolist(), strict=True)]
+            else:
+                ranked = self._ranking(Query.of(query), perms, self._depth, scope)
+            if intents:
+                ranked = self._merge(ranked, intents, self._depth)
             order = np.array([h.position for h in ranked], dtype=np.uint32)
             mask = self._scoped(self._core, self._mask(perms), scope, True)
             packed = self._core.select_ranked(order, mask, tokens, cap)
         if self._gate_closed(query, perms, [p for p in packed[0] if not self._core.is_core(p)]):
             packed = self._core_select("", perms, tokens, cap, scope)  # the core tools only
         return Selection(self, packed, budget)
+
+    def _compound(self, queries: Sequence[str | Query]) -> bool:
+        """True when intent ranking is on and a query of the batch has several clauses."""
+        try:
+            return self._intents and any(len(clauses(q)) >= 2 for q in queries)
+        except (TypeError, ValueError):
+            return False  # the batch path says what is wrong with the query
 
     def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
@@ -744,6 +800,7 @@ class Index:
             or self._rerank is not None
             or self._statistics == "caller"
             or self._min_evidence is not None
+            or self._compound(queries)
         ):
             return [self.search(q, k, perms.names) for q in queries]
         try:
@@ -765,6 +822,7 @@ class Index:
             or self._rerank is not None
             or self._statistics == "caller"
             or self._min_evidence is not None
+            or self._compound(queries)
         ):
             return [self.select(q, perms.names, budget, k=k) for q in queries]
         try:
@@ -816,6 +874,12 @@ def _inside(keep: np.ndarray, scope: np.ndarray | None) -> np.ndarray | None:
     at = at[held]
     found: np.ndarray = at[keep[at] == scope[held]].astype(np.uint32)
     return found
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidParameterError(f"{name} must be True or False, not {value!r}")
+    return value
 
 
 def _gate(min_evidence: object) -> float | None:

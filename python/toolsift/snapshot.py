@@ -256,6 +256,7 @@ class Options(TypedDict):
     statistics: str
     scoring: Scoring
     min_evidence: float | None
+    intents: bool
 
 
 class Scoring(TypedDict):
@@ -314,10 +315,12 @@ def _same_f32(value: object, stored: float) -> bool:
 
 
 def _options(options: object, core: _core.Index) -> Options:
-    names = ("alpha", "depth", "statistics", "scoring", "min_evidence")
+    names = ("alpha", "depth", "statistics", "scoring", "min_evidence", "intents")
     if type(options) is not dict or set(options) != set(names):
-        raise SnapshotError("the options are not exactly alpha, depth, statistics, scoring and min_evidence")
-    alpha, depth, statistics, scoring, min_evidence = (options[k] for k in names)
+        raise SnapshotError(f"the options are not exactly {', '.join(names)}")
+    alpha, depth, statistics, scoring, min_evidence, intents = (options[k] for k in names)
+    if type(intents) is not bool:
+        raise SnapshotError(f"option intents must be true or false, not {intents!r}")
     if min_evidence is not None and (not _number(min_evidence) or not 0.0 <= min_evidence < float("inf")):
         raise SnapshotError(f"option min_evidence must be a number >= 0 or null, not {min_evidence!r}")
     if not _number(alpha) or not 0.0 <= alpha <= 1.0:
@@ -344,6 +347,7 @@ def _options(options: object, core: _core.Index) -> Options:
         statistics=statistics,
         scoring=Scoring(weights=weights, b=bs, k1=k1),
         min_evidence=None if min_evidence is None else float(min_evidence),
+        intents=intents,
     )
 
 

@@ -1,0 +1,118 @@
+"""Compound requests: every intent gets tools, a request of one intent is ranked as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toolsift as ts
+from toolsift.errors import InvalidParameterError, SnapshotError
+from toolsift.intents import SHARE, clauses, interleave
+
+# three weather tools that each match more of the request than the hotel tool does
+TOOLS = [
+    ts.Tool("weather_radar", "Weather radar and rain forecast"),
+    ts.Tool("weather_forecast", "Weather forecast for a city"),
+    ts.Tool("rain_radar", "Rain radar map of a city"),
+    ts.Tool("wind_speed", "Wind speed and gusts in a city"),
+    ts.Tool("book_hotel", "Book a hotel room for some nights"),
+    ts.Tool("send_invoice", "Send an invoice to a customer", permissions="billing"),
+]
+COMPOUND = "Weather forecast and rain radar for Paris. Also a hotel."
+
+
+def names(hits: list[ts.Hit]) -> list[str]:
+    return [h.tool.name for h in hits]
+
+
+def test_clauses_cut_at_sentence_ends_semicolons_commas_and_lines_in_any_script() -> None:
+    assert clauses("Add 5.0 and 3.2. Then book a room; send it, please\nthanks") == [
+        "Add 5.0 and 3.2.",
+        "Then book a room;",
+        "send it",
+        "please",
+        "thanks",
+    ]
+    assert clauses("查询天气。预订酒店，发送邮件") == ["查询天气", "预订酒店", "发送邮件"]
+    assert clauses("one intent only") == ["one intent only"]
+    # the history is not split into intents: only the heaviest pieces are
+    q = ts.Query.from_messages(
+        [
+            {"role": "user", "content": "Book a hotel. Send the invoice."},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "What is the weather in Paris?"},
+        ]
+    )
+    assert clauses(q) == ["What is the weather in Paris?"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 30), unique=True, max_size=12),
+    st.lists(st.lists(st.integers(0, 30), unique=True, max_size=8), min_size=2, max_size=4),
+    st.integers(0, 20),
+)
+def test_interleave_keeps_every_lists_order_and_gives_each_intent_its_best(
+    whole: list[int], intents: list[list[int]], k: int
+) -> None:
+    out = interleave(whole, intents, k)
+    union = set(whole).union(*intents)
+    assert len(out) == len(set(out)) == min(k, len(union)) and set(out) <= union
+    if len(whole) >= SHARE:
+        assert out[:SHARE] == whole[: min(SHARE, k)]  # the whole request's best come first
+    if k >= SHARE + len(intents):
+        assert all(not r or r[0] in out for r in intents)  # each intent's best is in
+
+
+def test_a_compound_request_gets_a_tool_for_each_intent() -> None:
+    request = COMPOUND
+    single, split = ts.Index(TOOLS, intents=False), ts.Index(TOOLS)
+    assert "book_hotel" not in names(single.search(request, k=3))
+    assert "book_hotel" in names(split.search(request, k=3))
+    assert names(split.search(request, k=3))[0] == names(single.search(request, k=3))[0]
+    budget = 3 * max(split.cost(i) for i in range(len(split)))
+    assert "book_hotel" in split.select(request, budget=budget, k=3).names
+    assert "book_hotel" not in single.select(request, budget=budget, k=3).names
+    assert [s.names for s in split.select_many([request], budget=budget, k=3)] == [
+        split.select(request, budget=budget, k=3).names
+    ]
+    assert split.search_many([request], k=3) == [split.search(request, k=3)]
+
+
+def test_a_request_of_one_intent_is_ranked_as_without_intents() -> None:
+    single, split = ts.Index(TOOLS, intents=False), ts.Index(TOOLS)
+    for request in [
+        "weather in Paris",
+        "Book a hotel room. For 2 nights, 3 people.",
+        "",
+        "hotel; 42, 7",
+        COMPOUND[:-14],
+    ]:
+        assert split.search(request) == single.search(request)
+        assert split.select(request, budget=500).to_openai() == single.select(request, budget=500).to_openai()
+
+
+def test_intents_never_bring_in_a_tool_the_caller_may_not_use() -> None:
+    index = ts.Index(TOOLS)
+    request = "Book a hotel room for two nights. Send an invoice to the customer."
+    assert "send_invoice" in names(index.search(request, caller="billing"))
+    assert "send_invoice" not in names(index.search(request))
+    assert "send_invoice" not in index.select(request, budget=None).names
+
+
+def test_the_setting_is_saved_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "i.tsidx"
+    request = COMPOUND
+    ts.Index(TOOLS, intents=False).save(path)
+    assert "book_hotel" not in names(ts.Index.load(path).search(request, k=3))
+    assert "book_hotel" in names(ts.Index.load(path, intents=True).search(request, k=3))
+    with pytest.raises(InvalidParameterError, match="intents"):
+        ts.Index(TOOLS, intents="yes")  # type: ignore[arg-type]
+    from test_snapshot import parts, reseal, with_options
+
+    reseal(path, with_options(parts(path), intents=1))
+    with pytest.raises(SnapshotError, match="intents"):
+        ts.Index.load(path)
