@@ -11,6 +11,7 @@ import pytest
 
 import toolsift as ts
 from helpers import seed_tool
+from redis_support import RedisServer
 
 
 @pytest.fixture
@@ -46,3 +47,11 @@ def weather_url() -> Iterator[str]:
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(10)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A real redis-server on a free loopback port, no persistence, stopped after the test."""
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()

@@ -1,49 +1,83 @@
-"""UsageStore: decayed counts that stay exact when several processes record into one file."""
+"""Usage stores: decayed counts that stay exact when several processes record at once, the same
+rules in the embedded SQLite store and in the Redis store (a real redis-server)."""
 
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolsift as ts
+from redis_support import RedisServer
 from toolsift.errors import InvalidParameterError
 
 PROCESSES, RECORDS = 4, 300
 
+Store = Callable[..., Any]  # (**options) -> a usage store
 
-def _record_many(path: str, start: Any) -> None:
-    store = ts.UsageStore(path, half_life_s=3600.0)
+
+@pytest.fixture(params=["sqlite", "redis"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A factory of stores of one backend, all of them on the same data."""
+    if request.param == "sqlite":
+        yield lambda **options: ts.UsageStore(tmp_path / "usage.sqlite", **options)
+        return
+    server = RedisServer(tmp_path / "redis").start()
+    yield lambda **options: ts.RedisUsageStore(server.url, **options)
+    server.stop()
+
+
+def _record_many(make: Any, start: Any) -> None:
+    store = make(half_life_s=3600.0)
     start.wait()  # every process records the same tool at the same time
     for _ in range(RECORDS):
         store.record("ann", "search")
     store.close()
 
 
-def test_processes_recording_at_once_lose_no_update(tmp_path: Path) -> None:
-    path = str(tmp_path / "usage.sqlite")
-    ts.UsageStore(path).close()  # the file and its table exist before the race
+def _sqlite(path: str, **options: Any) -> Any:
+    return ts.UsageStore(path, **options)
+
+
+def _redis(url: str, **options: Any) -> Any:
+    return ts.RedisUsageStore(url, **options)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_processes_recording_at_once_lose_no_update(backend: str, tmp_path: Path) -> None:
+    import functools
+
+    server = None
+    if backend == "sqlite":
+        make = functools.partial(_sqlite, str(tmp_path / "usage.sqlite"))
+        make().close()  # the file and its table exist before the race
+    else:
+        server = RedisServer(tmp_path / "redis").start()
+        make = functools.partial(_redis, server.url)
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(PROCESSES)
-    workers = [ctx.Process(target=_record_many, args=(path, start)) for _ in range(PROCESSES)]
+    workers = [ctx.Process(target=_record_many, args=(make, start)) for _ in range(PROCESSES)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
     assert [w.exitcode for w in workers] == [0] * PROCESSES
-    store = ts.UsageStore(path, half_life_s=3600.0, warmup=0)
-    assert store._db.execute("SELECT calls FROM usage WHERE user = 'ann' AND tool = 'search'").fetchall() == [
-        (PROCESSES * RECORDS,)
-    ]
+    store = make(half_life_s=3600.0, warmup=PROCESSES * RECORDS)
+    # the warm-up is exactly the number of calls: reached only if every call was counted
+    assert store.score("ann", "search") > 0
+    assert make(half_life_s=3600.0, warmup=PROCESSES * RECORDS + 1).score("ann", "search") == 0
     # the decayed score counts every call too (less only what the seconds of the run took off)
     assert PROCESSES * RECORDS * 0.99 < store.score("ann", "search") <= PROCESSES * RECORDS
+    if server is not None:
+        server.stop()
 
 
-def test_the_score_halves_every_half_life_and_counts_each_call() -> None:
+def test_the_score_halves_every_half_life_and_counts_each_call(make_store: Store) -> None:
     now = [1000.0]
-    store = ts.UsageStore(half_life_s=10.0, warmup=0, clock=lambda: now[0])
+    store = make_store(half_life_s=10.0, warmup=0, clock=lambda: now[0])
     store.record("ann", "x")
     now[0] += 10.0
     store.record("ann", "x")  # 1 * 0.5 + 1
@@ -55,20 +89,59 @@ def test_the_score_halves_every_half_life_and_counts_each_call() -> None:
     assert store.score("ann", "x") == pytest.approx(2.5)
 
 
+def test_a_tool_counts_only_after_the_warm_up_and_per_user(make_store: Store) -> None:
+    store = make_store(warmup=3)
+    for _ in range(2):
+        store.record("ann", "x")
+    assert store.score("ann", "x") == 0 and store.usage_count("ann")("x") == 0
+    store.record("ann", "x")
+    assert store.score("ann", "x") == pytest.approx(3, rel=1e-3)
+    assert store.usage_count("ann")("x") == pytest.approx(3000, abs=2)
+    assert store.score("bob", "x") == 0 and store.score("ann", "y") == 0
+    store.record("a:b", "c")  # users and tools holding the key separator stay apart
+    store.record("a", "b:c")
+    assert make_store(warmup=1).score("a:b", "c") == pytest.approx(1, rel=1e-3)
+    assert make_store(warmup=2).score("a", "b:c") == 0
+
+
 @pytest.mark.parametrize(
     "options",
     [{"half_life_s": "x"}, {"half_life_s": None}, {"half_life_s": 0}, {"half_life_s": float("nan")},
      {"half_life_s": True}, {"warmup": "3"}, {"warmup": -1}, {"warmup": 1.5}],
 )  # fmt: skip
-def test_bad_store_options_are_parameter_errors(options: dict[str, Any]) -> None:
+def test_bad_store_options_are_parameter_errors(make_store: Store, options: dict[str, Any]) -> None:
     with pytest.raises(InvalidParameterError):
-        ts.UsageStore(**options)
+        make_store(**options)
 
 
 @pytest.mark.parametrize("user, tool", [(5, "x"), ("ann", None), ("\ud800", "x"), ("ann", "\udfff")])
-def test_users_and_tools_that_are_not_text_are_parameter_errors(user: Any, tool: Any) -> None:
-    store = ts.UsageStore()
+def test_users_and_tools_that_are_not_text_are_parameter_errors(make_store: Store, user: Any, tool: Any) -> None:
+    store = make_store()
     with pytest.raises(InvalidParameterError):
         store.record(user, tool)
     with pytest.raises(InvalidParameterError):
         store.score(user, tool)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:6379", "", 5, "redis://127.0.0.1:notaport"])
+def test_a_bad_redis_url_is_a_parameter_error(url: Any) -> None:
+    pytest.importorskip("redis")
+    with pytest.raises(InvalidParameterError, match="url"):
+        ts.RedisUsageStore(url).score("ann", "x")
+
+
+def test_calls_recorded_while_redis_is_down_are_written_once_it_is_back(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path / "redis", persist=True).start()
+    store = ts.RedisUsageStore(server.url, warmup=0, half_life_s=1e9, timeout_s=0.5)
+    other = ts.RedisUsageStore(server.url, warmup=0, half_life_s=1e9)
+    for _ in range(5):
+        store.record("ann", "x")
+    server.stop()
+    for _ in range(7):
+        store.record("ann", "x")  # queued: no error, no call lost
+    assert not store.available and store.queued == 7
+    assert store.score("ann", "x") == pytest.approx(12)  # the last count read, plus the queued calls
+    server.start()
+    assert store.flush() and store.available and store.queued == 0
+    assert other.score("ann", "x") == pytest.approx(12)  # every replica sees every call
+    server.stop()

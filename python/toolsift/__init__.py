@@ -13,7 +13,7 @@ from .plan import Tier
 from .query import MAX_WEIGHT, Query
 from .registry import Catalog, Tool
 from .tiers import Hooks, Toolbox, ToolEvent, ToolTierOptions
-from .usage import UsageStore
+from .usage import RedisUsageStore, Usage, UsageStore
 
 __all__ = [
     "MAX_WEIGHT",
@@ -26,6 +26,7 @@ __all__ = [
     "Index",
     "OpenAIEmbedder",
     "Query",
+    "RedisUsageStore",
     "Selection",
     "SentenceTransformerEmbedder",
     "Tier",
@@ -33,6 +34,7 @@ __all__ = [
     "ToolEvent",
     "ToolTierOptions",
     "Toolbox",
+    "Usage",
     "UsageStore",
     "__version__",
     "default_embedder",

@@ -117,6 +117,11 @@ class GatewayConfigError(ToolsiftError, ValueError):
         super().__init__(f"{where}{message}{at}")
 
 
+class StoreUnavailableError(ToolsiftError, ConnectionError):
+    """The shared store of a gateway cluster (Redis) cannot be reached for something that must
+    be written there now (an acknowledgement of a held schema change); try again once it is back."""
+
+
 class InternalError(ToolsiftError, RuntimeError):
     """The Rust core failed unexpectedly; the index is unchanged. Please report it."""
 
@@ -135,6 +140,7 @@ __all__ = [
     "PoisonedToolError",
     "SchemaError",
     "SnapshotError",
+    "StoreUnavailableError",
     "ToolsiftError",
     "UnknownToolError",
 ]

@@ -32,7 +32,7 @@ from .index import Caller, Index, _caller
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
 from .query import Query
 from .registry import Catalog, Tool
-from .usage import UsageStore
+from .usage import Usage
 
 
 @dataclass
@@ -110,8 +110,9 @@ class Toolbox:
         caller: Permissions of the caller; only tools it may use are ever named or run.
         handlers: ``{name: fn(arguments) -> result}``.
         hooks: Callbacks around every real tool call.
-        usage: A :class:`~toolsift.usage.UsageStore` that records every real call for ``user``
-            (feed ``usage.usage_count(box.user)`` to ``ToolTierOptions.usage_count`` to pin by use).
+        usage: A usage store (:class:`~toolsift.UsageStore`, :class:`~toolsift.RedisUsageStore`)
+            that records every real call for ``user`` (feed ``usage.usage_count(box.user)`` to
+            ``ToolTierOptions.usage_count`` to pin by use).
         user: Who the calls are recorded for. ``None`` (the default) keys usage by caller:
             :func:`usage_key` of ``caller``, so toolboxes of different callers never pool their
             usage; give several toolboxes the same ``user`` to pool theirs on purpose. After
@@ -123,7 +124,7 @@ class Toolbox:
     caller: Caller = None
     handlers: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)
     hooks: Hooks = field(default_factory=Hooks)
-    usage: UsageStore | None = None
+    usage: Usage | None = None
     user: str | None = None
 
     def __post_init__(self) -> None:

@@ -2,22 +2,51 @@
 
 A :class:`UsageStore` keeps, for each (user, tool), an exponentially decayed count of calls: each
 call adds 1, and the total halves every ``half_life_s`` seconds. A tool counts for pinning only
-after ``warmup`` calls by that user, so one stray call pins nothing. The store is an embedded
-SQLite database (``":memory:"`` by default, or a file in WAL mode shared by processes).
-Pins move only when a :class:`~toolsift.Toolbox` plan is rebuilt (``reset()``), a cache-safe
-boundary; tools pinned by hand (``ToolTierOptions.pinned``) always stay core.
+after ``warmup`` calls by that user, so one stray call pins nothing. Pins move only when a
+:class:`~toolsift.Toolbox` plan is rebuilt (``reset()``), a cache-safe boundary; tools pinned by
+hand (``ToolTierOptions.pinned``) always stay core.
+
+Two stores hold the same counts under the same rules (:class:`Usage` is what both offer):
+
+* :class:`UsageStore`, the default: an embedded SQLite database (``":memory:"``, or a file in WAL
+  mode shared by the processes of one machine);
+* :class:`RedisUsageStore`: a Redis (or Valkey) server shared by gateway replicas on several
+  machines (``pip install 'toolsift[cluster]'``). Each record is one Lua script, atomic in the
+  server, so replicas lose no update. While the server cannot be reached, records wait in the
+  process and are written once it is back (none lost; reads meanwhile give the last counts seen).
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 from .errors import InvalidParameterError, ToolsiftError
 from .query import check_text
+
+
+class Usage(Protocol):
+    """What a usage store offers (:class:`UsageStore`, :class:`RedisUsageStore`)."""
+
+    warmup: int
+
+    def record(self, user: str, tool: str) -> None:
+        """Counts one call of ``tool`` by ``user``."""
+
+    def score(self, user: str, tool: str) -> float:
+        """The decayed count of ``tool`` for ``user`` now (0 before the warm-up is reached)."""
+
+    def usage_count(self, user: str) -> Callable[[str], int]:
+        """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user."""
+
+    def close(self) -> None:
+        """Releases the store's connection."""
+
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS usage (
     user TEXT NOT NULL, tool TEXT NOT NULL, score REAL NOT NULL, calls INTEGER NOT NULL,
@@ -31,6 +60,8 @@ _RECORD = """INSERT INTO usage (user, tool, score, calls, updated) VALUES (?1, ?
         score = score * pow(0.5, max(excluded.updated - updated, 0.0) / ?4) + 1.0,
         calls = calls + 1,
         updated = max(updated, excluded.updated)"""
+
+log = logging.getLogger("toolsift")
 
 #: Seconds a writer waits for another process's write to finish before giving up.
 BUSY_TIMEOUT_S = 30.0
@@ -78,16 +109,12 @@ class UsageStore:
         warmup: int = 3,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if isinstance(half_life_s, bool) or not isinstance(half_life_s, int | float) or not half_life_s > 0:
-            raise InvalidParameterError(f"half_life_s must be a number > 0, not {half_life_s!r}")
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise InvalidParameterError(f"warmup must be an int >= 0, not {warmup!r}")
-        self.half_life_s, self.warmup, self.clock = float(half_life_s), warmup, clock
+        self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup), warmup, clock
         self._db = _connect(path)
         self._lock = threading.Lock()
 
     def _decay(self, score: float, updated: float, now: float) -> float:
-        return float(score * 0.5 ** (max(now - updated, 0.0) / self.half_life_s))
+        return _decay(score, updated, now, self.half_life_s)
 
     def record(self, user: str, tool: str) -> None:
         """Counts one call of ``tool`` by ``user``."""
@@ -111,3 +138,208 @@ class UsageStore:
     def close(self) -> None:
         """Closes the database."""
         self._db.close()
+
+
+def _checked(half_life_s: Any, warmup: Any) -> float:
+    if isinstance(half_life_s, bool) or not isinstance(half_life_s, int | float) or not half_life_s > 0:
+        raise InvalidParameterError(f"half_life_s must be a number > 0, not {half_life_s!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise InvalidParameterError(f"warmup must be an int >= 0, not {warmup!r}")
+    return float(half_life_s)
+
+
+def _decay(score: float, updated: float, now: float, half_life_s: float) -> float:
+    return float(score * 0.5 ** (max(now - updated, 0.0) / half_life_s))
+
+
+# The SQLite statement's rule, run atomically inside Redis: the stored score is aged to the
+# call's time and one call added; ``updated`` never moves back. Numbers are written with 17
+# significant digits, so a score survives the round trip through text to the bit.
+_RECORD_LUA = """
+local now, half = tonumber(ARGV[1]), tonumber(ARGV[2])
+local old = redis.call('HMGET', KEYS[1], 'score', 'calls', 'updated')
+local score, calls, updated = 1.0, 1, now
+if old[1] then
+  local before = tonumber(old[3])
+  score = tonumber(old[1]) * math.pow(0.5, math.max(now - before, 0) / half) + 1.0
+  calls = tonumber(old[2]) + 1
+  updated = math.max(before, now)
+end
+local written = {string.format('%.17g', score), calls, string.format('%.17g', updated)}
+redis.call('HSET', KEYS[1], 'score', written[1], 'calls', written[2], 'updated', written[3])
+return written
+"""
+
+#: Seconds a :class:`RedisUsageStore` waits before trying an unreachable server again (records
+#: meanwhile wait in the process, and cost no network round trip).
+RETRY_S = 1.0
+#: Most waiting records written to Redis in one round trip (a MULTI transaction).
+FLUSH_BATCH = 500
+
+
+def _redis_module() -> Any:
+    try:
+        import redis
+    except ImportError:
+        raise ToolsiftError("the Redis store needs the redis client: pip install 'toolsift[cluster]'") from None
+    return redis
+
+
+class RedisUsageStore:
+    """:class:`UsageStore`'s counts in a Redis (or Valkey) server, shared by processes on any
+    number of machines.
+
+    Each (user, tool) is one hash, ``<prefix>:usage:<len(user)>:<user>:<tool>``, with the fields
+    ``score``, ``calls`` and ``updated``; a record is one Lua script, so concurrent writers lose
+    no call. Records are first queued in the process, then written in order (in the same call
+    when the server answers); when it cannot be reached, they stay queued, :attr:`available` turns
+    false, and every later record or read tries again (at most once per :data:`RETRY_S`), so
+    no call is lost while this process lives. Reads then answer from the last counts this
+    process read plus its queued calls.
+
+    Args:
+        url: ``redis://[:password@]host:port/db``, ``rediss://`` (TLS) or ``unix://`` URL; or a
+            ``redis.Redis`` client.
+        prefix: Namespace of the keys, so several deployments can share one server.
+        half_life_s: As for :class:`UsageStore`.
+        warmup: As for :class:`UsageStore`.
+        clock: As for :class:`UsageStore`.
+        timeout_s: Seconds a connection attempt or a command may take before the server counts as
+            unreachable.
+
+    Raises:
+        InvalidParameterError: A bad ``half_life_s``, ``warmup``, ``prefix`` or ``url``.
+    """
+
+    def __init__(
+        self,
+        url: Any = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "toolsift",
+        half_life_s: float = 7 * 24 * 3600.0,
+        warmup: int = 3,
+        clock: Callable[[], float] = time.time,
+        timeout_s: float = 1.0,
+    ) -> None:
+        self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup), warmup, clock
+        if not isinstance(prefix, str) or not prefix:
+            raise InvalidParameterError(f"prefix must be a non-empty string, not {prefix!r}")
+        self.prefix = check_text("prefix", prefix)
+        self._redis = redis_client(url, timeout_s)
+        self._script = self._redis.register_script(_RECORD_LUA)
+        self._queued: list[tuple[str, str, float]] = []  # (user, tool, time) not yet in Redis
+        self._known: dict[tuple[str, str], tuple[float, int, float]] = {}  # last read (score, calls, updated)
+        self._lock = threading.Lock()
+        self._retry_at = 0.0
+        self.available = True
+        """Whether the last attempt to reach the server succeeded."""
+
+    def _key(self, user: str, tool: str) -> str:
+        return f"{self.prefix}:usage:{len(user)}:{user}:{tool}"
+
+    def record(self, user: str, tool: str) -> None:
+        """Counts one call of ``tool`` by ``user`` (queued when the server cannot be reached)."""
+        item = (check_text("user", user), check_text("tool", tool), float(self.clock()))
+        with self._lock:
+            self._queued.append(item)
+            self._flush()
+
+    def flush(self) -> bool:
+        """Writes queued records now; true when none is left waiting."""
+        with self._lock:
+            self._retry_at = 0.0
+            return self._flush()
+
+    @property
+    def queued(self) -> int:
+        """Records waiting for the server."""
+        return len(self._queued)
+
+    def _flush(self) -> bool:
+        redis = _redis_module()
+        while self._queued:
+            if time.monotonic() < self._retry_at:
+                return False
+            batch = self._queued[:FLUSH_BATCH]
+            try:
+                with self._redis.pipeline(transaction=True) as pipe:
+                    for user, tool, at in batch:
+                        self._script(keys=[self._key(user, tool)], args=[repr(at), repr(self.half_life_s)], client=pipe)
+                    written = pipe.execute()
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                self._down(e)
+                return False
+            del self._queued[: len(batch)]
+            for (user, tool, _), (score, calls, updated) in zip(batch, written, strict=True):
+                self._known[user, tool] = (float(score), int(calls), float(updated))
+            self.available = True
+        return True
+
+    def _down(self, error: Exception) -> None:
+        if self.available:
+            log.warning("usage store unreachable, counting locally until it is back: %s", error)
+        self.available, self._retry_at = False, time.monotonic() + RETRY_S
+
+    def score(self, user: str, tool: str) -> float:
+        """The decayed count of ``tool`` for ``user`` now (0 before the warm-up is reached)."""
+        redis = _redis_module()
+        key = (check_text("user", user), check_text("tool", tool))
+        with self._lock:
+            self._flush()
+            row = None
+            if time.monotonic() >= self._retry_at:
+                try:
+                    got = self._redis.hmget(self._key(*key), ["score", "calls", "updated"])
+                    row = None if got[0] is None else (float(got[0]), int(got[1]), float(got[2]))
+                    self.available = True
+                    if row is not None:
+                        self._known[key] = row
+                except (redis.ConnectionError, redis.TimeoutError) as e:
+                    self._down(e)
+            if not self.available:
+                row = self._estimate(key)
+        now = self.clock()
+        if row is None or row[1] < self.warmup:
+            return 0.0
+        return _decay(row[0], row[2], now, self.half_life_s)
+
+    def _estimate(self, key: tuple[str, str]) -> tuple[float, int, float] | None:
+        """The last counts read for ``key`` with this process's queued calls added."""
+        row = self._known.get(key)
+        for user, tool, at in self._queued:
+            if (user, tool) != key:
+                continue
+            if row is None:
+                row = (1.0, 1, at)
+            else:
+                score, calls, updated = row
+                row = (_decay(score, updated, at, self.half_life_s) + 1.0, calls + 1, max(updated, at))
+        return row
+
+    def usage_count(self, user: str) -> Callable[[str], int]:
+        """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user."""
+        return lambda tool: round(self.score(user, tool) * 1000)
+
+    def close(self) -> None:
+        """Writes what it can of the queued records and closes the connection."""
+        with self._lock:
+            self._retry_at = 0.0
+            self._flush()
+        self._redis.close()
+
+
+def redis_client(url: Any, timeout_s: float = 1.0) -> Any:
+    """A ``redis.Redis`` for ``url`` (returned as it is when it already is a client).
+
+    Raises:
+        InvalidParameterError: ``url`` is not a ``redis://``, ``rediss://`` or ``unix://`` URL.
+    """
+    redis = _redis_module()
+    if isinstance(url, redis.Redis):
+        return url
+    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
+        raise InvalidParameterError("the Redis url must start with redis://, rediss:// or unix://")
+    try:
+        return redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    except ValueError as e:
+        raise InvalidParameterError(f"not a usable Redis url: {e}") from None

@@ -36,7 +36,7 @@ from ..index import Caller, Index, _caller
 from ..query import Query
 from ..registry import Catalog, Tool
 from ..tiers import Hooks, Toolbox
-from ..usage import UsageStore
+from ..usage import Usage
 
 #: The key of ``config["configurable"]`` that holds the caller's permissions.
 CALLER_KEY = "toolsift_caller"
@@ -112,7 +112,8 @@ class Toolset:
         caller: The permissions used when a run's config names no caller (``None``: public
             tools only).
         hooks: :class:`~toolsift.Hooks` around every real call (``before_tool`` may refuse it).
-        usage: A :class:`~toolsift.UsageStore` that records every call, keyed by caller.
+        usage: A usage store (:class:`~toolsift.UsageStore`, :class:`~toolsift.RedisUsageStore`)
+            that records every call, keyed by caller.
         k: How many tool ids :meth:`retrieve_tools` returns.
     """
 
@@ -123,7 +124,7 @@ class Toolset:
         *,
         caller: Caller = None,
         hooks: Hooks | None = None,
-        usage: UsageStore | None = None,
+        usage: Usage | None = None,
         k: int = 3,
     ) -> None:
         self.index = catalog if isinstance(catalog, Index) else Index(catalog)
