@@ -19,6 +19,7 @@ Two stores hold the same counts under the same rules (:class:`Usage` is what bot
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -153,22 +154,29 @@ def _decay(score: float, updated: float, now: float, half_life_s: float) -> floa
 
 
 # The SQLite statement's rule, run atomically inside Redis: the stored score is aged to the
-# call's time and one call added; ``updated`` never moves back. Numbers are written with 17
-# significant digits, so a score survives the round trip through text to the bit.
+# call's time and one call added; ``updated`` never moves back. A user's tools are the fields of
+# one hash, each "score calls updated" with 17 significant digits, so a score survives the round
+# trip through text to the bit and one read fetches every tool of a user.
 _RECORD_LUA = """
-local now, half = tonumber(ARGV[1]), tonumber(ARGV[2])
-local old = redis.call('HMGET', KEYS[1], 'score', 'calls', 'updated')
+local now, half = tonumber(ARGV[2]), tonumber(ARGV[3])
+local old = redis.call('HGET', KEYS[1], ARGV[1])
 local score, calls, updated = 1.0, 1, now
-if old[1] then
-  local before = tonumber(old[3])
-  score = tonumber(old[1]) * math.pow(0.5, math.max(now - before, 0) / half) + 1.0
-  calls = tonumber(old[2]) + 1
+if old then
+  local s, c, u = string.match(old, '^(%S+) (%S+) (%S+)$')
+  local before = tonumber(u)
+  score = tonumber(s) * math.pow(0.5, math.max(now - before, 0) / half) + 1.0
+  calls = tonumber(c) + 1
   updated = math.max(before, now)
 end
-local written = {string.format('%.17g', score), calls, string.format('%.17g', updated)}
-redis.call('HSET', KEYS[1], 'score', written[1], 'calls', written[2], 'updated', written[3])
+local written = string.format('%.17g %d %.17g', score, calls, updated)
+redis.call('HSET', KEYS[1], ARGV[1], written)
 return written
 """
+
+#: Seconds a ``usage_count`` of a :class:`RedisUsageStore` keeps the counts it read (every tool
+#: of the user in one round trip) before reading them again; a record by the same store
+#: refreshes them at once.
+USAGE_COUNT_TTL_S = 1.0
 
 #: Seconds a :class:`RedisUsageStore` waits before trying an unreachable server again (records
 #: meanwhile wait in the process, and cost no network round trip).
@@ -189,13 +197,12 @@ class RedisUsageStore:
     """:class:`UsageStore`'s counts in a Redis (or Valkey) server, shared by processes on any
     number of machines.
 
-    Each (user, tool) is one hash, ``<prefix>:usage:<len(user)>:<user>:<tool>``, with the fields
-    ``score``, ``calls`` and ``updated``; a record is one Lua script, so concurrent writers lose
-    no call. Records are first queued in the process, then written in order (in the same call
-    when the server answers); when it cannot be reached, they stay queued, :attr:`available` turns
-    false, and every later record or read tries again (at most once per :data:`RETRY_S`), so
-    no call is lost while this process lives. Reads then answer from the last counts this
-    process read plus its queued calls.
+    Each user is one hash, ``<prefix>:usage:<user>``, a field per tool; a record is one Lua
+    script, so concurrent writers lose no call. Records are queued in the process, then written
+    in order (in the same call when the server answers). While it cannot be reached they stay
+    queued, :attr:`available` is false, and later records and reads try again (at most once
+    per :data:`RETRY_S`): no call is lost while this process lives, and reads answer from the
+    last counts this process read plus its queued calls.
 
     Args:
         url: ``redis://[:password@]host:port/db``, ``rediss://`` (TLS) or ``unix://`` URL; or a
@@ -231,11 +238,12 @@ class RedisUsageStore:
         self._known: dict[tuple[str, str], tuple[float, int, float]] = {}  # last read (score, calls, updated)
         self._lock = threading.Lock()
         self._retry_at = 0.0
+        self._writes = 0  # batches written: a usage_count's cache is stale after one
         self.available = True
         """Whether the last attempt to reach the server succeeded."""
 
-    def _key(self, user: str, tool: str) -> str:
-        return f"{self.prefix}:usage:{len(user)}:{user}:{tool}"
+    def _key(self, user: str) -> str:
+        return f"{self.prefix}:usage:{user}"
 
     def record(self, user: str, tool: str) -> None:
         """Counts one call of ``tool`` by ``user`` (queued when the server cannot be reached)."""
@@ -264,14 +272,15 @@ class RedisUsageStore:
             try:
                 with self._redis.pipeline(transaction=True) as pipe:
                     for user, tool, at in batch:
-                        self._script(keys=[self._key(user, tool)], args=[repr(at), repr(self.half_life_s)], client=pipe)
+                        self._script(keys=[self._key(user)], args=[tool, repr(at), repr(self.half_life_s)], client=pipe)
                     written = pipe.execute()
             except (redis.ConnectionError, redis.TimeoutError) as e:
                 self._down(e)
                 return False
             del self._queued[: len(batch)]
-            for (user, tool, _), (score, calls, updated) in zip(batch, written, strict=True):
-                self._known[user, tool] = (float(score), int(calls), float(updated))
+            for (user, tool, _), row in zip(batch, written, strict=True):
+                self._known[user, tool] = _row(row)
+            self._writes += 1
             self.available = True
         return True
 
@@ -282,26 +291,39 @@ class RedisUsageStore:
 
     def score(self, user: str, tool: str) -> float:
         """The decayed count of ``tool`` for ``user`` now (0 before the warm-up is reached)."""
-        redis = _redis_module()
         key = (check_text("user", user), check_text("tool", tool))
-        with self._lock:
-            self._flush()
-            row = None
-            if time.monotonic() >= self._retry_at:
-                try:
-                    got = self._redis.hmget(self._key(*key), ["score", "calls", "updated"])
-                    row = None if got[0] is None else (float(got[0]), int(got[1]), float(got[2]))
-                    self.available = True
-                    if row is not None:
-                        self._known[key] = row
-                except (redis.ConnectionError, redis.TimeoutError) as e:
-                    self._down(e)
-            if not self.available:
-                row = self._estimate(key)
-        now = self.clock()
+        return self._scored(self._read(key[0], key[1]).get(key[1]))
+
+    def scores(self, user: str) -> dict[str, float]:
+        """The decayed count of every tool ``user`` has called (past the warm-up), in one read."""
+        return {tool: self._scored(row) for tool, row in self._read(check_text("user", user), None).items()}
+
+    def _scored(self, row: tuple[float, int, float] | None) -> float:
         if row is None or row[1] < self.warmup:
             return 0.0
-        return _decay(row[0], row[2], now, self.half_life_s)
+        return _decay(row[0], row[2], self.clock(), self.half_life_s)
+
+    def _read(self, user: str, tool: str | None) -> dict[str, tuple[float, int, float]]:
+        """The rows of ``user`` (one tool, or all): from Redis, or else the last read ones plus
+        this process's queued calls."""
+        redis = _redis_module()
+        with self._lock:
+            self._flush()
+            if time.monotonic() >= self._retry_at:
+                try:
+                    if tool is None:
+                        got = {k.decode(): v for k, v in self._redis.hgetall(self._key(user)).items()}
+                    else:
+                        got = {tool: self._redis.hget(self._key(user), tool)}
+                    rows = {t: _row(v) for t, v in got.items() if v is not None}
+                    self._known.update({(user, t): row for t, row in rows.items()})
+                    self.available = True
+                    return rows
+                except (redis.ConnectionError, redis.TimeoutError) as e:
+                    self._down(e)
+            tools = {t for (u, t) in self._known if u == user} | {t for u, t, _ in self._queued if u == user}
+            wanted = tools if tool is None else {tool}
+            return {t: row for t in wanted if (row := self._estimate((user, t))) is not None}
 
     def _estimate(self, key: tuple[str, str]) -> tuple[float, int, float] | None:
         """The last counts read for ``key`` with this process's queued calls added."""
@@ -317,8 +339,18 @@ class RedisUsageStore:
         return row
 
     def usage_count(self, user: str) -> Callable[[str], int]:
-        """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user."""
-        return lambda tool: round(self.score(user, tool) * 1000)
+        """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user: it
+        reads every tool of the user at once (a plan asks for each tool) and keeps the counts for
+        :data:`USAGE_COUNT_TTL_S`, or until this store records a call."""
+        check_text("user", user)
+        cache: dict[str, Any] = {"at": -math.inf, "writes": -1, "scores": {}}
+
+        def count(tool: str) -> int:
+            if time.monotonic() - cache["at"] > USAGE_COUNT_TTL_S or cache["writes"] != self._writes or self._queued:
+                cache.update(scores=self.scores(user), at=time.monotonic(), writes=self._writes)
+            return round(float(cache["scores"].get(tool, 0.0)) * 1000)
+
+        return count
 
     def close(self) -> None:
         """Writes what it can of the queued records and closes the connection."""
@@ -326,6 +358,12 @@ class RedisUsageStore:
             self._retry_at = 0.0
             self._flush()
         self._redis.close()
+
+
+def _row(value: bytes | str) -> tuple[float, int, float]:
+    text = value.decode() if isinstance(value, bytes) else value
+    score, calls, updated = text.split()
+    return float(score), int(calls), float(updated)
 
 
 def redis_client(url: Any, timeout_s: float = 1.0) -> Any:

@@ -5,11 +5,11 @@ Needs the official MCP SDK: ``pip install 'toolsift[gateway]'``.
 
 from __future__ import annotations
 
-from .config import CallerConfig, GatewayConfig, Rule, ServerConfig, load, parse
+from .config import CallerConfig, ClusterConfig, GatewayConfig, Rule, ServerConfig, load, parse
 
 load_config = load
 
-__all__ = ["CallerConfig", "Gateway", "GatewayConfig", "Rule", "ServerConfig", "load_config", "parse"]
+__all__ = ["CallerConfig", "ClusterConfig", "Gateway", "GatewayConfig", "Rule", "ServerConfig", "load_config", "parse"]
 
 
 def __getattr__(name: str) -> object:

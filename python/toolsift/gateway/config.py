@@ -84,6 +84,15 @@ class CallerConfig:
 
 
 @dataclass(frozen=True)
+class ClusterConfig:
+    """``[cluster]``: replicas sharing state through one Redis (see :mod:`toolsift.gateway.cluster`)."""
+
+    redis: str
+    prefix: str = "toolsift"
+    lock_ttl: float = 5.0
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     """The whole gateway: downstream transport, upstream servers, rules and callers.
 
@@ -116,6 +125,9 @@ class GatewayConfig:
     max_sessions_per_caller: int = 100
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    usage: str | None = None
+    cluster: ClusterConfig | None = None
+    reuse_port: bool = False
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -152,6 +164,13 @@ class GatewayConfig:
             raise fail("must be >= 0", "gateway.log_backups")
         if self.transport == "http" and not self.callers and not loopback(self.host):
             raise fail("a gateway bound to a non-loopback host needs [callers] with tokens", "gateway.host")
+        if self.cluster is not None:
+            if not self.cluster.redis.startswith(("redis://", "rediss://", "unix://")):
+                raise fail("must be a redis://, rediss:// or unix:// URL", "cluster.redis")
+            if not self.cluster.prefix or ":" in self.cluster.prefix:
+                raise fail("must be a non-empty name without ':'", "cluster.prefix")
+            if not 0.3 <= self.cluster.lock_ttl < 3600:
+                raise fail("must be a number of seconds in 0.3..3600", "cluster.lock_ttl")
 
     def server(self, name: str) -> ServerConfig:
         return next(s for s in self.servers if s.name == name)
@@ -306,7 +325,21 @@ _GATEWAY_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_sessions_per_caller": int,
     "allowed_hosts": tuple,
     "allowed_origins": tuple,
+    "usage": str,
 }
+
+
+def _cluster(r: _Reader, data: Any) -> ClusterConfig | None:
+    if data is None:
+        return None
+    d = r.table(data, "cluster")
+    redis = r.take(d, "redis", str, "cluster")
+    if redis is None:
+        raise r.fail("needs 'redis', the URL of the shared Redis", "cluster.redis")
+    lock_ttl = r.take(d, "lock_ttl", (int, float), "cluster", 5.0)
+    cluster = ClusterConfig(redis, r.take(d, "prefix", str, "cluster", "toolsift"), float(lock_ttl))
+    r.done(d, "cluster")
+    return cluster
 
 
 def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
@@ -319,6 +352,7 @@ def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
     rules_list = r.take(top, "rules", list, "", [])
     rules = tuple(_rule(r, i, value) for i, value in enumerate(rules_list))
     callers = tuple(_caller(r, name, value) for name, value in r.table(top.pop("callers", {}), "callers").items())
+    cluster = _cluster(r, top.pop("cluster", None))
     tokens = [c.token for c in callers]
     if len(set(tokens)) != len(tokens):
         raise r.fail("two callers share a token", "callers")
@@ -330,7 +364,7 @@ def parse(data: Mapping[str, Any], source: str = "") -> GatewayConfig:
         elif key in gw:
             value = r.take(gw, key, kind, "gateway")
             options[key] = float(value) if kind == (int, float) else value
-    config = GatewayConfig(servers=servers, callers=callers, rules=rules, source=source, **options)
+    config = GatewayConfig(servers=servers, callers=callers, rules=rules, cluster=cluster, source=source, **options)
     r.done(gw, "gateway")
     return config
 

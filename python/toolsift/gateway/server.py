@@ -20,6 +20,7 @@ import logging
 import logging.handlers
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,12 +35,14 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ..errors import InvalidParameterError, ToolsiftError, UnknownToolError, UpstreamError
+from ..errors import InvalidParameterError, StoreUnavailableError, ToolsiftError, UnknownToolError, UpstreamError
 from ..index import Index
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
 from ..registry import Catalog, Tool
-from ..tiers import Toolbox, ToolTierOptions
+from ..tiers import Toolbox, ToolTierOptions, usage_key
+from ..usage import Usage, UsageStore
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
+from .replica import Replication
 from .upstream import Upstream
 
 log = logging.getLogger("toolsift.gateway")
@@ -75,6 +78,9 @@ class Entry:
     hidden: bool = False
     cut_from: int = 0
     """The length in characters of the upstream's description when the gateway cut it, else 0."""
+    placeholder: bool = False
+    """Known by digest only (taken over from another replica's version, not in service there):
+    never put in service until a listing of its server brings the definition."""
 
 
 Permissions = tuple[str, ...]
@@ -103,6 +109,10 @@ class Version:
     ready: anyio.Event = field(default_factory=anyio.Event)
     """Set once the listing of every configured caller's permission set is built (one that fails
     is logged, and its callers get the error on their requests)."""
+    held: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Schema changes held back when this version was made: ``{name: (old digest, new digest)}``."""
+    table: tuple[tuple[str, str, str, str, bool, int], ...] = ()
+    """The whole tool table it was made from (see :data:`toolsift.gateway.cluster.Row`)."""
 
 
 def digest(tool: types.Tool) -> str:
@@ -209,6 +219,13 @@ class Gateway:
         self.port: int | None = None
         self.started = anyio.Event()
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._loop_thread = 0  # the thread of the event loop serving (run)
+        self.replication = Replication(self) if config.cluster is not None else None
+        self.usage: Usage = (
+            self.replication.cluster.usage if self.replication is not None else UsageStore(config.usage or ":memory:")
+        )
+        self._listed: dict[str, list[types.Tool]] = {}  # the latest listing of each server
+        self._table_version = 0  # the version the tool table last made
 
     # -- callers -------------------------------------------------------------------------------
     def _authenticate(self, token: str | None) -> CallerConfig | None:
@@ -237,7 +254,16 @@ class Gateway:
         return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
 
     async def apply(self, server: str, tools: list[types.Tool]) -> None:
-        """Applies a complete listing of ``server``: adds, removes and updates only what changed."""
+        """Applies a complete listing of ``server``: adds, removes and updates only what changed.
+        In a cluster, only the lister applies listings; the others keep the latest of each
+        server, for the day they become the lister."""
+        self._listed[server] = tools
+        if self.replication is not None and not self.replication.cluster.leading:
+            await self.replication.listed(server, tools)
+            return
+        await self._apply(server, tools)
+
+    async def _apply(self, server: str, tools: list[types.Tool]) -> None:
         async with self._lock:
             fresh: dict[str, Entry] = {}
             invalid: list[dict[str, Any]] = []
@@ -260,6 +286,9 @@ class Gateway:
             added = [n for n in fresh if n not in old]
             removed = [n for n in old if n not in fresh]
             changed = [n for n in fresh if n in old and self._current_digest(n) != fresh[n].digest]
+            known = [n for n in fresh if n in old and old[n].placeholder and n not in changed and n not in self._held]
+            for n in known:  # the definition of a tool known by digest only: it may go into service
+                self._table[n] = fresh[n]
             for n in removed:
                 self._table.pop(n, None)
                 self._held.pop(n, None)
@@ -272,7 +301,7 @@ class Gateway:
             )
             for n in changed:
                 (self._held if hold else self._table)[n] = fresh[n]
-            if not (added or removed or changed) and server in self._seen:
+            if not (added or removed or changed or known) and server in self._seen:
                 return
             self._seen.add(server)
             self.log.write("reindex", server=server, added=added, removed=removed, changed=changed)
@@ -305,8 +334,10 @@ class Gateway:
         return held.digest if held is not None else self._table[name].digest
 
     async def _swap(self) -> None:
-        live = {n: e for n, e in self._table.items() if not e.hidden and n not in self._held}
+        live = {n: e for n, e in self._table.items() if not (e.hidden or e.placeholder) and n not in self._held}
         catalog = Catalog(e.tool for e in live.values())
+        held = {n: (self._table[n].digest, e.digest) for n, e in self._held.items() if n in self._table}
+        table = tuple((n, e.server, e.upstream_name, e.digest, e.hidden, e.cut_from) for n, e in self._table.items())
 
         def build() -> Index:  # off the event loop: index build and the catalog file beside the log
             if self.config.log:  # `toolsift eval --gateway-log` reads it with the log
@@ -322,7 +353,11 @@ class Gateway:
             "poisoned",
             ({"tool": f.tool, "field": f.field, "kind": f.kind, "detail": f.detail, "withheld": withheld} for f in new),
         )
-        self.version = version = Version(self.version.number + 1, live, index)
+        number = self.version.number + 1
+        if self.replication is not None:  # the lister: stored and announced for the other replicas
+            number = await self.replication.publish(index, table, held) or number
+        self._table_version = number
+        self.version = version = Version(number, live, index, held=held, table=table)
         await self._notify()
         if self._task_group is not None:  # serving (run); a bare apply() builds listings on demand
             self._task_group.start_soon(self._prepare, version)
@@ -360,10 +395,14 @@ class Gateway:
 
     def held(self) -> dict[str, tuple[str, str]]:
         """Schema changes waiting for acknowledgement: ``{name: (old digest, new digest)}``."""
-        return {n: (self._table[n].digest, e.digest) for n, e in self._held.items() if n in self._table}
+        return dict(self.version.held)
 
     async def acknowledge(self, names: list[str]) -> list[str]:
-        """Puts held schema changes into service; returns the names that were held."""
+        """Puts held schema changes into service; returns the names that were held. In a cluster
+        the acceptance (of each tool's new digest) is stored in Redis and the lister applies it;
+        :class:`~toolsift.errors.StoreUnavailableError` when Redis cannot be reached."""
+        if self.replication is not None:
+            return await self.replication.acknowledge(names)
         async with self._lock:
             done = [n for n in names if n in self._held]
             for n in done:
@@ -372,6 +411,14 @@ class Gateway:
             if done:
                 await self._swap()
             return done
+
+    def reset(self) -> None:
+        """Rebuilds every listing (tier plans) of the version in service on next use, with the
+        usage counts of now: pins move only here and when a new version goes into service."""
+        v = self.version
+        self.version = version = Version(v.number, v.entries, v.index, held=v.held, table=v.table)
+        if self._task_group is not None and threading.get_ident() == self._loop_thread:  # else: on first use
+            self._task_group.start_soon(self._prepare, version)
 
     async def _notify(self) -> None:
         await self._bus.publish(ToolsListChanged())
@@ -414,7 +461,8 @@ class Gateway:
 
     def _build_listing(self, v: Version, perms: Permissions) -> Listing:
         pinned = [e.tool.name for e in v.entries.values() if e.tool.core]
-        tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens)
+        usage = self.usage.usage_count(usage_key(perms))  # shared by the replicas of a cluster
+        tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens, usage_count=usage)
         handlers = {name: self._runner(entry) for name, entry in v.entries.items()}
         box = Toolbox(v.index, tiers=tiers, caller=list(perms), handlers=handlers)
         definitions = box.tools("mcp")
@@ -501,6 +549,8 @@ class Gateway:
                 raise UpstreamError("?", "error", "the upstream returned no tool result")
             outcome = "error" if result.is_error else "ok"
             result = result.model_copy(update={"meta": None})
+            if outcome == "ok" and isinstance(target, str):
+                await anyio.to_thread.run_sync(self.usage.record, usage_key(_key(caller)), target)
         except UnknownToolError:
             outcome, result = "unknown", _error(f"Unknown tool: {target}")
         except InvalidParameterError as e:
@@ -528,7 +578,10 @@ class Gateway:
         accept = arguments.get("accept", [])
         if not isinstance(accept, list) or not all(isinstance(n, str) for n in accept):
             return _error("accept must be a list of tool names")
-        done = await self.acknowledge(accept)
+        try:
+            done = await self.acknowledge(accept)
+        except StoreUnavailableError as e:
+            return _error(str(e))
         pending = {n: {"old": old, "new": new} for n, (old, new) in self.held().items()}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps({"accepted": done, "held": pending}))]
@@ -539,9 +592,11 @@ class Gateway:
         """Starts the upstreams and serves downstream clients until cancelled."""
         try:
             async with anyio.create_task_group() as tg:
-                self._task_group = tg
+                self._task_group, self._loop_thread = tg, threading.get_ident()
                 for upstream in self.upstreams.values():
                     tg.start_soon(upstream.run)
+                if self.replication is not None:
+                    tg.start_soon(self.replication.run)
                 with anyio.move_on_after(startup_timeout):
                     for upstream in self.upstreams.values():
                         await upstream.ready.wait()
@@ -554,6 +609,9 @@ class Gateway:
                     await self._serve_http()
                 tg.cancel_scope.cancel()
         finally:
+            if self.replication is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await self.replication.close()
             self.log.close()
 
     async def _serve_stdio(self) -> None:
@@ -583,6 +641,8 @@ class Gateway:
             socket.AF_INET6 if ":" in c.host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
         )
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if c.reuse_port:  # replicas on one port: the kernel spreads connections among them
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((c.host, c.port))
         sock.listen(2048)  # connections queue from now on, even while the first listings are built

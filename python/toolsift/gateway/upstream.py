@@ -151,6 +151,10 @@ class Upstream:
             await self._broken.wait()
             tg.cancel_scope.cancel()
 
+    def relist(self) -> None:
+        """Lists the tools again soon (after the debounce), as after a change notification."""
+        self._changed.set()
+
     def mark_broken(self, reason: str) -> None:
         """Asks the supervisor to drop this connection and reconnect."""
         self.last_error = reason

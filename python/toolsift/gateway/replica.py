@@ -1,0 +1,227 @@
+"""One gateway replica's part in a cluster: elect the lister, publish or follow versions.
+
+Every ``lock_ttl / 3`` seconds, and at once on each message of the events channel, a replica
+renews (or tries to take) the lister's lock and reads the stored version number:
+
+* the lister applies its upstreams' listings as a single gateway does, and publishes each new
+  version (:meth:`Replication.publish`); it stores the version again when Redis has fewer (Redis
+  restarted without its data), and applies acknowledgements of held changes found in Redis;
+* any other replica loads a stored version newer than its own and swaps it in whole;
+* a replica that becomes the lister first takes over the tool table of the version it serves
+  (digests included, so a change held by the old lister stays held), then applies the latest
+  listing of each of its upstreams.
+
+While Redis cannot be reached, every replica serves the version it has (the lister keeps applying
+listings locally, and publishes once Redis is back), usage is counted locally and written later
+(:class:`~toolsift.RedisUsageStore`), and an acknowledgement fails with
+:class:`~toolsift.errors.StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import ToolsiftError
+from ..registry import Tool
+from .cluster import Cluster, Row, decode_manifest, encode_manifest, load_snapshot, snapshot_bytes
+from .config import namespaced, permissions_of
+
+if TYPE_CHECKING:
+    from ..index import Index
+    from .server import Gateway
+
+log = logging.getLogger("toolsift.gateway")
+
+
+class Replication:
+    """Keeps one :class:`~toolsift.gateway.server.Gateway` in step with the others of its cluster."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        config = gateway.config.cluster
+        assert config is not None
+        self.gateway = gateway
+        self.cluster = Cluster(config.redis, prefix=config.prefix, lock_ttl=config.lock_ttl)
+        self._payload: tuple[bytes, bytes] | None = None  # the last version this replica published
+        self._wake = anyio.Event()
+        self.loaded = 0
+        """Versions loaded from Redis."""
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Ticks until cancelled: on a timer, and at once on each message of the events channel."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.cluster.listen, self._woken)
+            while True:
+                try:
+                    await self.tick()
+                except Exception as e:  # a tick never ends the loop: the next one tries again
+                    log.warning("cluster: tick failed: %s", e)
+                with anyio.move_on_after(self.cluster.lock_ttl / 3):
+                    await self._wake.wait()
+                self._wake = anyio.Event()
+
+    def _woken(self, message: str) -> None:
+        server = message.partition(" ")[2] if message.startswith("changed ") else None
+        if server is not None and self.cluster.leading and server in self.gateway.upstreams:
+            self.gateway.upstreams[server].relist()  # another replica heard of a change
+        self._wake.set()
+
+    async def listed(self, server: str, tools: list[Any]) -> None:
+        """A replica that does not list heard ``server``'s tools: when they differ from the
+        version in service, it asks the lister to list that server again (an upstream may tell
+        only the connection that changed it)."""
+        from .server import digest
+
+        version = self.gateway.version
+        if version.number == 0:
+            return  # not caught up yet: nothing to compare with
+        current = {r[0]: r[3] for r in version.table if r[1] == server}
+        current.update({n: new for n, (_, new) in version.held.items() if n in current})
+        fresh = {namespaced(server, t.name): digest(t) for t in tools}
+        if fresh != current:
+            await self.cluster.announce(f"changed {server}")
+
+    async def tick(self) -> None:
+        cluster, gateway = self.cluster, self.gateway
+        was = cluster.leading
+        if await cluster.elect() and not was:
+            await self._lead()
+            return
+        stored = await cluster.stored_version()
+        if stored is None:
+            return
+        if cluster.leading:
+            if stored < gateway.version.number and self._payload is not None:
+                await self._republish()
+            if gateway._held:
+                await self._apply_acks()
+        elif stored > gateway.version.number:
+            await self._load()
+
+    async def _lead(self) -> None:
+        gateway = self.gateway
+        log.warning("cluster: replica %s is now the lister", self.cluster.id)
+        gateway.log.write("lister", replica=self.cluster.id, version=gateway.version.number)
+        stored = await self.cluster.stored_version()
+        if stored is not None and stored > gateway.version.number:
+            await self._load()
+        async with gateway._lock:
+            if gateway.version.number > gateway._table_version:  # versions of another lister
+                self._take_over()
+        for server, tools in list(gateway._listed.items()):
+            await gateway._apply(server, tools)
+        if gateway._held:
+            await self._apply_acks()
+
+    def _take_over(self) -> None:
+        """The tool table of the version in service, as this replica's own."""
+        gateway, version = self.gateway, self.gateway.version
+        table = {}
+        for name, server, upstream, digest, hidden, cut in version.table:
+            entry = version.entries.get(name)
+            tool = entry.tool if entry is not None else Tool(name, "")
+            table[name] = _entry(server, upstream, tool, digest, hidden, cut, placeholder=entry is None)
+        gateway._table, gateway._held, gateway._seen = table, {}, set()
+        gateway._table_version = version.number
+
+    # -- the lister ----------------------------------------------------------------------------
+    async def publish(self, index: Index, table: tuple[Row, ...], held: dict[str, tuple[str, str]]) -> int | None:
+        """Stores and announces a version the lister built; its number, or ``None`` when it could
+        not be published (Redis unreachable, or the lock lost: then another replica lists)."""
+        manifest = encode_manifest(table, held)
+        snapshot = await anyio.to_thread.run_sync(snapshot_bytes, index)
+        self._payload = (manifest, snapshot)
+        number = await self.cluster.publish(self.gateway.version.number, manifest, snapshot)
+        if number is None:
+            log.warning("cluster: version not published (Redis unreachable or lock lost); serving it here")
+        return number
+
+    async def _republish(self) -> None:
+        assert self._payload is not None
+        number = await self.cluster.publish(self.gateway.version.number, *self._payload)
+        if number is not None:
+            log.warning("cluster: Redis had no current version; stored version %d again", number)
+            self.gateway.version.number = number
+            self.gateway._table_version = number
+
+    async def _apply_acks(self) -> list[str]:
+        gateway = self.gateway
+        accepted = await self.cluster.accepted()
+        async with gateway._lock:
+            done = [n for n, e in gateway._held.items() if accepted.get(n) == e.digest]
+            for n in done:
+                gateway._table[n] = gateway._held.pop(n)
+                gateway.log.write("schema_acknowledged", tool=n, digest=gateway._table[n].digest)
+            if done:
+                await gateway._swap()
+        return done
+
+    async def acknowledge(self, names: list[str]) -> list[str]:
+        """Stores the acceptance of each held change named (its new digest) for the lister."""
+        held = self.gateway.version.held
+        done = [n for n in names if n in held]
+        await self.cluster.accept({n: held[n][1] for n in done})
+        if self.cluster.leading:
+            await self._apply_acks()
+        return done
+
+    # -- the others ----------------------------------------------------------------------------
+    async def _load(self) -> None:
+        gateway = self.gateway
+        stored = await self.cluster.fetch()
+        if stored is None or stored.version <= gateway.version.number:
+            return
+        try:
+            index, table, held = await anyio.to_thread.run_sync(self._decode, stored.manifest, stored.snapshot)
+        except ToolsiftError as e:  # a corrupt or foreign version: the one in service stays
+            log.warning("cluster: version %d refused: %s", stored.version, e)
+            gateway.log.write("version_refused", version=stored.version, error=str(e))
+            return
+        from .server import Version
+
+        entries = {}
+        for name, server, upstream, digest, hidden, cut in table:
+            if name in index.names:
+                tool = index.tool(index.position(name))
+                entries[name] = _entry(server, upstream, tool, digest, hidden, cut)
+        if stored.version <= gateway.version.number:  # a newer one came in meanwhile
+            return
+        gateway.version = version = Version(stored.version, entries, index, held=held, table=table)
+        self.loaded += 1
+        gateway.log.write("version_loaded", version=version.number, tools=len(entries))
+        await gateway._notify()
+        if gateway._task_group is not None:
+            gateway._task_group.start_soon(gateway._prepare, version)
+
+    def _decode(self, manifest: bytes, snapshot: bytes) -> tuple[Index, tuple[Row, ...], dict[str, tuple[str, str]]]:
+        """A stored version, checked against this replica's own config: every tool in service
+        is on a configured server under its namespaced name, not hidden by a rule, and needs
+        exactly the permissions the config gives it, so what is in Redis cannot open a tool to
+        a caller the config does not."""
+        config = self.gateway.config
+        table, held = decode_manifest(manifest)
+        index = load_snapshot(snapshot, config.statistics)
+        rows = {r[0]: r for r in table}
+        servers = {s.name for s in config.servers}
+        for i in range(len(index)):
+            tool = index.tool(i)
+            row = rows.get(tool.name)
+            if row is None or row[1] not in servers or namespaced(row[1], row[2]) != tool.name:
+                raise ToolsiftError(f"tool {tool.name!r} is not in the manifest as a configured server's tool")
+            perms, hidden = permissions_of(config, row[1], tool.name, tool.annotations)
+            if hidden or tuple(sorted(tool.permissions)) != perms:
+                raise ToolsiftError(f"tool {tool.name!r} does not carry the permissions the config gives it")
+        return index, table, held
+
+    async def close(self) -> None:
+        await self.cluster.resign()
+        await self.cluster.close()
+
+
+def _entry(server: str, upstream: str, tool: Tool, digest: str, hidden: bool, cut: int, **more: Any) -> Any:
+    from .server import Entry
+
+    return Entry(server, upstream, tool, digest, hidden, cut, **more)

@@ -1,0 +1,297 @@
+"""Gateway replicas sharing a real redis-server: one catalog everywhere, changes seen by every
+replica within 2 s, usage counted on all of them, held schema changes that stay held across a
+change of lister, permissions enforced on each replica. Three gateways run in this process on
+loopback, each with its own upstream connections to real MCP servers (official SDK)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+
+from gateway_support import ALICE, BOB, ROOT, SERVERS, call, running, search, session, text_of
+from redis_support import RedisServer, free_port
+from toolsift.errors import GatewayConfigError
+from toolsift.gateway import parse
+from toolsift.gateway.server import Gateway
+from toolsift.plan import Tier
+from toolsift.tiers import Toolbox, ToolTierOptions, usage_key
+
+VISIBLE_WITHIN_S = 2.0  # the issue's bound for a change to reach every replica
+
+
+def config_text(redis_url: str, files_url: str, weather_url: str, tmp_path: Path, **gateway: Any) -> str:
+    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in gateway.items())
+    return f"""
+[gateway]
+port = 0
+debounce = 0.05
+{extra}
+[cluster]
+redis = {json.dumps(redis_url)}
+lock_ttl = 1.0
+
+[servers.files]
+url = {json.dumps(files_url)}
+pinned = ["read_file"]
+
+[servers.weather]
+url = {json.dumps(weather_url)}
+
+[[rules]]
+destructive = true
+require = ["admin"]
+
+[callers.alice]
+token = "{ALICE}"
+permissions = ["files", "weather"]
+
+[callers.bob]
+token = "{BOB}"
+permissions = ["weather"]
+
+[callers.root]
+token = "{ROOT}"
+permissions = ["files", "weather", "admin"]
+admin = true
+"""
+
+
+def serve_http(script: str) -> tuple[subprocess.Popen[bytes], str]:
+    """An upstream test server over streamable HTTP on a free loopback port, once it listens."""
+    import socket
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVERS / script), "--port", str(port)], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def files_url() -> Iterator[str]:
+    """The files upstream over HTTP, one process that every replica connects to."""
+    proc, url = serve_http("files_server.py")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+class Replicas:
+    """Gateways of one cluster in this process, each stoppable on its own."""
+
+    def __init__(self, text: str, tmp_path: Path, n: int) -> None:
+        self.stacks = [ExitStack() for _ in range(n)]
+        self.gateways: list[Gateway] = []
+        for i, stack in enumerate(self.stacks):
+            folder = tmp_path / f"replica{i}"
+            folder.mkdir()
+            self.gateways.append(stack.enter_context(running(text, folder)))
+
+    def stop(self, gateway: Gateway) -> None:
+        i = self.gateways.index(gateway)
+        self.stacks[i].close()
+        del self.gateways[i], self.stacks[i]
+
+    def close(self) -> None:
+        for stack in self.stacks:
+            stack.close()
+
+    def lister(self) -> Gateway:
+        (found,) = [g for g in self.gateways if g.replication is not None and g.replication.cluster.leading]
+        return found
+
+    def others(self) -> list[Gateway]:
+        return [g for g in self.gateways if g is not self.lister()]
+
+    def converged(self) -> bool:
+        numbers = {g.version.number for g in self.gateways}
+        leading = [g for g in self.gateways if g.replication is not None and g.replication.cluster.leading]
+        return len(numbers) == 1 and numbers != {0} and len(leading) == 1 and len(self.gateways[0].version.entries) > 0
+
+
+def wait_for(check: Any, timeout: float = 30.0) -> float:
+    """Polls ``check()`` until it is true; the seconds it took (fails after ``timeout``)."""
+    started = time.monotonic()
+    while not check():
+        assert time.monotonic() - started < timeout, "timed out"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+@pytest.fixture
+def cluster(redis_server: RedisServer, files_url: str, weather_url: str, tmp_path: Path) -> Iterator[Replicas]:
+    replicas = Replicas(config_text(redis_server.url, files_url, weather_url, tmp_path), tmp_path, 3)
+    try:
+        wait_for(replicas.converged)
+        yield replicas
+    finally:
+        replicas.close()
+
+
+def test_three_replicas_serve_one_catalog_and_each_enforces_permissions(cluster: Replicas) -> None:
+    lister, others = cluster.lister(), cluster.others()
+    assert all(g.replication is not None and g.replication.loaded >= 1 for g in others)  # loaded, not listed
+    answers = []
+
+    async def scenario(gateway: Gateway) -> None:
+        async with session(gateway, ALICE) as alice, session(gateway, BOB) as bob:
+            found = [await search(alice, q) for q in ("weather forecast for a city", "read a text file")]
+            answers.append(found)
+            assert found[0][0] == "weather__get_forecast" and "files__read_file" in found[1]
+            assert text_of(await call(alice, "weather__get_forecast", {"city": "Oslo"})) == "Oslo: sunny for 3 days"
+            listing = json.dumps([t.model_dump(mode="json") for t in (await bob.list_tools()).tools])
+            assert "files" not in listing
+            assert await search(bob, "read a text file delete file") == []
+            assert text_of(await call(bob, "files__read_file", {"path": "x"})) == "Unknown tool: files__read_file"
+            assert text_of(await call(alice, "files__delete_file", {"path": "x"})) == "Unknown tool: files__delete_file"
+
+    for gateway in (lister, *others):
+        anyio.run(scenario, gateway)
+    assert answers[0] == answers[1] == answers[2]
+    assert {g.version.number for g in cluster.gateways} == {lister.version.number}
+
+
+def test_a_change_on_one_upstream_is_visible_on_every_replica_within_2_s(cluster: Replicas) -> None:
+    follower = cluster.others()[0]
+
+    async def grow() -> None:
+        async with session(follower, ROOT) as root:  # the upstream tells only this connection
+            assert text_of(await call(root, "files__grow", {})) == "grown"
+
+    anyio.run(grow)
+    grown = time.monotonic()
+    for gateway in cluster.gateways:
+        wait_for(lambda g=gateway: "files__archive_folder" in g.version.entries, timeout=VISIBLE_WITHIN_S)
+    took = time.monotonic() - grown
+    assert took < VISIBLE_WITHIN_S
+
+    async def archive(gateway: Gateway) -> None:
+        async with session(gateway, ALICE) as alice:
+            assert "files__archive_folder" in await search(alice, "compress a folder into a zip archive")
+            assert text_of(await call(alice, "files__archive_folder", {"path": "docs"})) == "archived docs"
+
+    for gateway in cluster.gateways:
+        anyio.run(archive, gateway)
+
+
+def budget_listing_one_weather_tool(gateway: Gateway) -> int:
+    """A budget at which alice's plan, with no usage, lists air quality and defers the forecast
+    (the larger schema goes first), found on the catalog the replicas serve."""
+    index, perms = gateway.version.index, ["files", "weather"]
+    pinned = [n for n in index.names if index.tool(index.position(n)).core]
+    for budget in range(100, 4000, 5):
+        tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=budget)
+        plan = Toolbox(index, tiers=tiers, caller=perms).plan()
+        if plan["weather__get_forecast"] is Tier.DEFERRED and plan["weather__get_air_quality"] is Tier.LISTED:
+            return budget
+    raise AssertionError("no such budget")
+
+
+def test_usage_counted_on_three_replicas_pins_a_tool_on_every_replica_after_reset(cluster: Replicas) -> None:
+    budget = budget_listing_one_weather_tool(cluster.gateways[0])
+    for gateway in cluster.gateways:
+        gateway.config = dataclasses.replace(gateway.config, budget_tokens=budget)
+        gateway.reset()
+
+    def tiers(name: str) -> set[str]:
+        async def plan(gateway: Gateway) -> str:
+            caller = gateway.config.callers[0]  # alice
+            return (await gateway.listing(caller)).toolbox.plan()[name].value
+
+        return {anyio.run(plan, g) for g in cluster.gateways}
+
+    assert tiers("weather__get_forecast") == {"deferred"} and tiers("weather__get_air_quality") == {"listed"}
+    for gateway in cluster.gateways:  # one call on each: the warm-up (3 calls) is reached only together
+
+        async def use(gateway: Gateway = gateway) -> None:
+            async with session(gateway, ALICE) as alice:
+                assert not (await call(alice, "weather__get_forecast", {"city": "Pune"})).is_error
+
+        anyio.run(use)
+    assert tiers("weather__get_forecast") == {"deferred"}  # pins move only at reset()
+    for gateway in cluster.gateways:
+        gateway.reset()
+    assert tiers("weather__get_forecast") == {"listed"} and tiers("weather__get_air_quality") == {"deferred"}
+    # bob's plan (his own usage key) is untouched by alice's calls
+    assert cluster.gateways[0].usage.score(usage_key(["weather"]), "weather__get_forecast") == 0
+
+
+def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica_can_accept_it(
+    redis_server: RedisServer, files_url: str, weather_url: str, tmp_path: Path
+) -> None:
+    text = config_text(redis_server.url, files_url, weather_url, tmp_path, strict_schema_changes=True)
+    replicas = Replicas(text, tmp_path, 3)
+    try:
+        wait_for(replicas.converged)
+        first = replicas.others()[0]
+
+        async def reword() -> None:
+            async with session(first, ROOT) as root:
+                assert text_of(await call(root, "files__reword", {})) == "reworded"
+
+        anyio.run(reword)
+        for gateway in replicas.gateways:
+            wait_for(lambda g=gateway: "files__read_file" in g.held(), timeout=VISIBLE_WITHIN_S)
+            assert "files__read_file" not in gateway.version.entries
+        replicas.stop(replicas.lister())  # the lister goes; another takes over its table
+        wait_for(lambda: any(g.replication is not None and g.replication.cluster.leading for g in replicas.gateways))
+        wait_for(replicas.converged)
+        lister = replicas.lister()
+        assert "files__read_file" in lister.held() and "files__read_file" not in lister.version.entries
+        other = replicas.others()[0]
+
+        async def accept() -> None:
+            async with session(other, ROOT) as root:
+                assert (await call(root, "files__read_file", {"path": "a"})).is_error  # still held
+                review = await root.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                assert json.loads(text_of(review))["accepted"] == ["files__read_file"]
+
+        anyio.run(accept)
+        for gateway in replicas.gateways:
+            wait_for(lambda g=gateway: "files__read_file" in g.version.entries, timeout=VISIBLE_WITHIN_S)
+
+        async def read(gateway: Gateway) -> None:
+            async with session(gateway, ALICE) as alice:
+                assert text_of(await call(alice, "files__read_file", {"path": "a"})) == "new contents of a"
+
+        for gateway in replicas.gateways:
+            anyio.run(read, gateway)
+    finally:
+        replicas.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[cluster]\nprefix = 'x'\n", "cluster.redis"),
+        ("[cluster]\nredis = 'http://127.0.0.1:6379'\n", "cluster.redis"),
+        ("[cluster]\nredis = 'redis://127.0.0.1:6379'\nlock_ttl = 0\n", "cluster.lock_ttl"),
+        ("[cluster]\nredis = 'redis://127.0.0.1:6379'\nprefix = 'a:b'\n", "cluster.prefix"),
+        ("[cluster]\nredis = 'redis://127.0.0.1:6379'\ncolour = 1\n", "cluster.colour"),
+        ("[cluster]\nredis = 5\n", "cluster.redis"),
+    ],
+)
+def test_cluster_config_errors_name_the_field(text: str, field: str) -> None:
+    import tomllib
+
+    with pytest.raises(GatewayConfigError) as e:
+        parse(tomllib.loads("[servers.a]\ncommand = 'x'\n" + text), "g.toml")
+    assert e.value.field == field
