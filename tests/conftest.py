@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import toolsift as ts
+from cluster_support import serve_http
 from helpers import seed_tool
 from redis_support import RedisServer
 
@@ -55,3 +56,12 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path / "redis").start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def files_url() -> Iterator[str]:
+    """The files upstream over HTTP, one process that every replica connects to."""
+    proc, url = serve_http("files_server.py")
+    yield url
+    proc.terminate()
+    proc.wait(10)

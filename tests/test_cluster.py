@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,77 +18,15 @@ pytest.importorskip("mcp")
 
 import anyio
 
-from gateway_support import ALICE, BOB, ROOT, SERVERS, call, running, search, session, text_of
-from redis_support import RedisServer, free_port
+from cluster_support import VISIBLE_WITHIN_S, config_text, wait_for
+from gateway_support import ALICE, BOB, ROOT, call, running, search, session, text_of
+from redis_support import RedisServer
+from toolsift import cli
 from toolsift.errors import GatewayConfigError
 from toolsift.gateway import parse
 from toolsift.gateway.server import Gateway
 from toolsift.plan import Tier
 from toolsift.tiers import Toolbox, ToolTierOptions, usage_key
-
-VISIBLE_WITHIN_S = 2.0  # the issue's bound for a change to reach every replica
-
-
-def config_text(redis_url: str, files_url: str, weather_url: str, tmp_path: Path, **gateway: Any) -> str:
-    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in gateway.items())
-    return f"""
-[gateway]
-port = 0
-debounce = 0.05
-{extra}
-[cluster]
-redis = {json.dumps(redis_url)}
-lock_ttl = 1.0
-
-[servers.files]
-url = {json.dumps(files_url)}
-pinned = ["read_file"]
-
-[servers.weather]
-url = {json.dumps(weather_url)}
-
-[[rules]]
-destructive = true
-require = ["admin"]
-
-[callers.alice]
-token = "{ALICE}"
-permissions = ["files", "weather"]
-
-[callers.bob]
-token = "{BOB}"
-permissions = ["weather"]
-
-[callers.root]
-token = "{ROOT}"
-permissions = ["files", "weather", "admin"]
-admin = true
-"""
-
-
-def serve_http(script: str) -> tuple[subprocess.Popen[bytes], str]:
-    """An upstream test server over streamable HTTP on a free loopback port, once it listens."""
-    import socket
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVERS / script), "--port", str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    return proc, f"http://127.0.0.1:{port}/mcp"
-
-
-@pytest.fixture
-def files_url() -> Iterator[str]:
-    """The files upstream over HTTP, one process that every replica connects to."""
-    proc, url = serve_http("files_server.py")
-    yield url
-    proc.terminate()
-    proc.wait(10)
 
 
 class Replicas:
@@ -125,15 +60,6 @@ class Replicas:
         numbers = {g.version.number for g in self.gateways}
         leading = [g for g in self.gateways if g.replication is not None and g.replication.cluster.leading]
         return len(numbers) == 1 and numbers != {0} and len(leading) == 1 and len(self.gateways[0].version.entries) > 0
-
-
-def wait_for(check: Any, timeout: float = 30.0) -> float:
-    """Polls ``check()`` until it is true; the seconds it took (fails after ``timeout``)."""
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < timeout, "timed out"
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 @pytest.fixture
@@ -295,3 +221,15 @@ def test_cluster_config_errors_name_the_field(text: str, field: str) -> None:
     with pytest.raises(GatewayConfigError) as e:
         parse(tomllib.loads("[servers.a]\ncommand = 'x'\n" + text), "g.toml")
     assert e.value.field == field
+
+
+def test_replicas_need_a_cluster_and_http(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text("[servers.a]\ncommand = 'x'\n")
+    assert cli.main(["serve", "--config", str(path), "--replicas", "2"]) == 2
+    assert "[cluster]" in capsys.readouterr().err
+    cluster = "[cluster]\nredis = 'redis://127.0.0.1:1'\n"
+    path.write_text(f"[gateway]\ntransport = 'stdio'\n{cluster}[servers.a]\ncommand = 'x'\n")
+    assert cli.main(["serve", "--config", str(path), "--replicas", "2"]) == 2
+    assert "[gateway.transport]" in capsys.readouterr().err
+    assert cli.main(["serve", "--config", str(path), "--replicas", "0"]) == 2

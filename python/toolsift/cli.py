@@ -217,10 +217,18 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("transport", args.transport), ("host", args.host), ("port", args.port)) if v}
     if args.port == 0:
         overrides["port"] = 0
+    if args.reuse_port:
+        overrides["reuse_port"] = True
     if overrides:
         import dataclasses
 
         config = dataclasses.replace(config, **overrides)
+    if args.replicas != 1:
+        from .gateway.supervisor import check, supervise
+
+        check(config, args.replicas)
+        options = [("--config", args.config), ("--transport", args.transport), ("--host", args.host)]
+        return supervise(config, args.replicas, [x for option in options if option[1] for x in option])
     token = args.token or os.environ.get("TOOLSIFT_TOKEN")
     gateway = Gateway(config, token=token if config.transport == "stdio" else None)
     with contextlib.suppress(KeyboardInterrupt):
@@ -274,6 +282,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--host", help="override [gateway] host")
     g.add_argument("--port", type=int, help="override [gateway] port (0: any free port)")
     g.add_argument("--token", help="stdio transport: the caller's token (default: $TOOLSIFT_TOKEN)")
+    g.add_argument(
+        "--replicas", type=int, default=1, help="run N gateway processes on one port (SO_REUSEPORT; needs [cluster])"
+    )
+    g.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each replica
     g.set_defaults(run=serve)
     return parser
 

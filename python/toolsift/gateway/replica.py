@@ -86,6 +86,8 @@ class Replication:
 
     async def tick(self) -> None:
         cluster, gateway = self.cluster, self.gateway
+        if cluster.usage.queued:  # calls counted while Redis was unreachable
+            await anyio.to_thread.run_sync(cluster.usage.flush)
         was = cluster.leading
         if await cluster.elect() and not was:
             await self._lead()
