@@ -66,10 +66,11 @@ admin = true
 
 
 @contextmanager
-def running(text: str, tmp_path: Path) -> Iterator[Gateway]:
+def running(text: str, tmp_path: Path, **options: Any) -> Iterator[Gateway]:
+    """A gateway of the config ``text`` (``options``: for :class:`Gateway`) serving in a thread."""
     path = tmp_path / "gateway.toml"
     path.write_text(text)
-    gateway = Gateway(load_config(path))
+    gateway = Gateway(load_config(path), **options)
     with anyio.from_thread.start_blocking_portal() as portal:
         future = portal.start_task_soon(gateway.run)
 

@@ -126,6 +126,8 @@ class GatewayConfig:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     usage: str | None = None
+    telemetry: bool = True
+    telemetry_text: bool = False
     cluster: ClusterConfig | None = None
     reuse_port: bool = False
     source: str = ""
@@ -326,6 +328,8 @@ _GATEWAY_KEYS: dict[str, type | tuple[type, ...]] = {
     "allowed_hosts": tuple,
     "allowed_origins": tuple,
     "usage": str,
+    "telemetry": bool,
+    "telemetry_text": bool,
 }
 
 

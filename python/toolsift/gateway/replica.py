@@ -20,6 +20,7 @@ listings locally, and publishes once Redis is back), usage is counted locally an
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -172,7 +173,7 @@ class Replication:
 
     # -- the others ----------------------------------------------------------------------------
     async def _load(self) -> None:
-        gateway = self.gateway
+        gateway, started = self.gateway, time.perf_counter()
         stored = await self.cluster.fetch()
         if stored is None or stored.version <= gateway.version.number:
             return
@@ -192,6 +193,7 @@ class Replication:
         if stored.version <= gateway.version.number:  # a newer one came in meanwhile
             return
         gateway.version = version = Version(stored.version, entries, index, held=held, table=table)
+        gateway.telemetry.reindexed(version.number, len(entries), len(held), "loaded", time.perf_counter() - started)
         self.loaded += 1
         gateway.log.write("version_loaded", version=version.number, tools=len(entries))
         await gateway._notify()

@@ -43,6 +43,7 @@ from ..tiers import Toolbox, ToolTierOptions, usage_key
 from ..usage import Usage, UsageStore
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
 from .replica import Replication
+from .telemetry import Telemetry
 from .upstream import Upstream
 
 log = logging.getLogger("toolsift.gateway")
@@ -194,10 +195,22 @@ class Gateway:
     Args:
         config: The configuration (see :func:`toolsift.gateway.load_config`).
         token: For the stdio transport, the token of the caller on the other end of the pipe.
+        tracer_provider: OpenTelemetry ``TracerProvider`` (default: the global one).
+        meter_provider: OpenTelemetry ``MeterProvider`` (default: the global one).
     """
 
-    def __init__(self, config: GatewayConfig, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        token: str | None = None,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+    ) -> None:
         self.config = config
+        self.telemetry = Telemetry(
+            config.telemetry, config.telemetry_text, tracer_provider=tracer_provider, meter_provider=meter_provider
+        )
         self.log = EventLog(config.log, config.log_max_bytes, config.log_backups)
         self.upstreams = {s.name: Upstream(s, self.apply, debounce=config.debounce) for s in config.servers}
         self._table: dict[str, Entry] = {}  # registry order: first seen first, new tools appended
@@ -334,6 +347,7 @@ class Gateway:
         return held.digest if held is not None else self._table[name].digest
 
     async def _swap(self) -> None:
+        started = time.perf_counter()
         live = {n: e for n, e in self._table.items() if not (e.hidden or e.placeholder) and n not in self._held}
         catalog = Catalog(e.tool for e in live.values())
         held = {n: (self._table[n].digest, e.digest) for n, e in self._held.items() if n in self._table}
@@ -356,6 +370,7 @@ class Gateway:
         number = self.version.number + 1
         if self.replication is not None:  # the lister: stored and announced for the other replicas
             number = await self.replication.publish(index, table, held) or number
+        self.telemetry.reindexed(number, len(live), len(held), "listed", time.perf_counter() - started)
         self._table_version = number
         self.version = version = Version(number, live, index, held=held, table=table)
         await self._notify()
@@ -528,20 +543,57 @@ class Gateway:
         if name == REVIEW and caller.admin and self.config.strict_schema_changes:
             return await self._review(arguments)
         if name == SEARCH:
-            try:
-                if self._inline(version, caller, arguments):
-                    found = box.search_tools(arguments)
-                else:
-                    found = await anyio.to_thread.run_sync(box.search_tools, arguments)
-            except InvalidParameterError as e:
-                return _error(str(e))
-            text = json.dumps([t.definition() for t in found], ensure_ascii=False)
-            chosen = [t.name for t in found]
-            ms = (time.perf_counter() - started) * 1e3
-            query = arguments.get("query")
-            self.log.write("search", caller=caller.name, query=query, tools=chosen, version=version.number, ms=ms)
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+            with self.telemetry.operation("tool_search") as record:
+                record["caller"], record["version"] = caller.name, version.number
+                record.text("query", arguments.get("query", ""))
+                return await self._search(version, caller, box, arguments, started, record)
+        with self.telemetry.operation("call_tool") as record:
+            return await self._run(version, caller, box, name, arguments, started, record)
+
+    async def _search(
+        self,
+        version: Version,
+        caller: CallerConfig,
+        box: Toolbox,
+        arguments: dict[str, Any],
+        started: float,
+        record: Any,
+    ) -> types.CallToolResult:
+        try:
+            if self._inline(version, caller, arguments):
+                found = box.search_tools(arguments)
+            else:
+                found = await anyio.to_thread.run_sync(box.search_tools, arguments)
+        except InvalidParameterError as e:
+            record["outcome"] = "invalid"
+            return _error(str(e))
+        text = json.dumps([t.definition() for t in found], ensure_ascii=False)
+        chosen = [t.name for t in found]
+        record["outcome"], record["results"] = "ok", len(chosen)
+        record.text("tools", chosen)
+        ms = (time.perf_counter() - started) * 1e3
+        query = arguments.get("query")
+        self.log.write("search", caller=caller.name, query=query, tools=chosen, version=version.number, ms=ms)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    async def _run(
+        self,
+        version: Version,
+        caller: CallerConfig,
+        box: Toolbox,
+        name: str,
+        arguments: dict[str, Any],
+        started: float,
+        record: Any,
+    ) -> types.CallToolResult:
         target = arguments.get("name") if name == CALL else name
+        record["caller"], record["tool"], record["via"], record["version"] = (
+            caller.name,
+            str(target),
+            name,
+            version.number,
+        )
+        record.text("arguments", arguments.get("arguments", {}) if name == CALL else arguments)
         outcome, result = "ok", None
         try:
             result = await box.acall(name, arguments)
@@ -557,6 +609,7 @@ class Gateway:
             outcome, result = "invalid", _error(str(e))
         except UpstreamError as e:
             outcome, result = e.reason, _error(str(e))
+        record["outcome"] = outcome
         ms = (time.perf_counter() - started) * 1e3
         self.log.write(
             "call", caller=caller.name, tool=target, via=name, outcome=outcome, ms=ms, version=version.number
