@@ -19,14 +19,22 @@ concurrent sessions of ``--rounds`` searches each (p50, p99 and searches per sec
 result checked, and one ``call_tool`` per session through to the upstream. Ratios follow the
 table. Stops by itself: fixed work, and a deadline per cell.
 
+With ``--replicas 1 2``, each count of replicas instead: ``toolsift serve --replicas N`` on one
+port (``SO_REUSEPORT``) with ``[cluster]`` on a redis-server of its own (Debian's
+``redis-server``, on a free loopback port), JSON answers, the light client (the kernel gives
+each connection to one replica; the SDK client's second connection for its event stream could
+reach another replica than its session's). "server CPU" then adds up every replica.
+
     python benches/gateway_load.py [--sessions 32] [--rounds 25] [--single 200]
         [--servers sse json] [--clients sdk light] [--protocols handshake stateless]
+        [--replicas 1 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -80,14 +88,16 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-def _config(folder: Path, weather_port: int, gateway_port: int, responses: str) -> Path:
+def _config(folder: Path, weather_port: int, gateway_port: int, responses: str, redis: str | None = None) -> Path:
     path = folder / "gateway.toml"
+    cluster = f'[cluster]\nredis = "{redis}"\n' if redis else ""
     path.write_text(
         f"""
 [gateway]
 port = {gateway_port}
 json_response = {"true" if responses == "json" else "false"}
 
+{cluster}
 [servers.files]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(SERVERS / "files_server.py"))}]
@@ -104,11 +114,27 @@ permissions = ["files", "weather"]
 
 
 @contextmanager
-def gateway(responses: str) -> Iterator[tuple[str, int]]:
-    """The upstreams and a gateway answering in ``responses`` mode; yields its URL and its pid."""
+def redis_server(folder: Path) -> Iterator[str]:
+    """A redis-server of its own on a free loopback port, no persistence; yields its URL."""
+    port = _free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen([*command, "--dir", str(folder)], stdout=subprocess.DEVNULL)
+    try:
+        _wait_port(port, proc)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def gateway(responses: str, replicas: int = 0) -> Iterator[tuple[str, list[int]]]:
+    """The upstreams and a gateway answering in ``responses`` mode; yields its URL and its pids.
+    ``replicas`` > 0: that many replicas on one port, with ``[cluster]`` on a redis-server."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+            redis = stack.enter_context(redis_server(Path(tmp))) if replicas else None
             weather_port = _free_port()
             weather = subprocess.Popen(
                 [sys.executable, str(SERVERS / "weather_server.py"), "--port", str(weather_port)],
@@ -118,21 +144,42 @@ def gateway(responses: str) -> Iterator[tuple[str, int]]:
             procs.append(weather)
             _wait_port(weather_port, weather)
             gateway_port = _free_port()
-            config = _config(Path(tmp), weather_port, gateway_port, responses)
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "toolsift", "serve", "--config", str(config)], stderr=subprocess.PIPE
-            )
+            config = _config(Path(tmp), weather_port, gateway_port, responses, redis)
+            command = [sys.executable, "-m", "toolsift", "serve", "--config", str(config)]
+            proc = subprocess.Popen([*command, "--replicas", str(replicas or 1)], stderr=subprocess.PIPE)
             procs.append(proc)
             assert proc.stderr is not None
-            while not re.search(r"serving http://", line := proc.stderr.readline().decode()):
+            pids, serving = [proc.pid] if replicas <= 1 else [], 0
+            while serving < max(replicas, 1):
+                line = proc.stderr.readline().decode()
                 if not line:
                     raise RuntimeError("gateway did not start")
+                pids += [int(pid) for pid in re.findall(r"replica \d+ pid (\d+)", line)]
+                serving += bool(re.search(r"serving http://", line))
             threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
-            yield f"http://127.0.0.1:{gateway_port}/mcp", proc.pid
+            url = f"http://127.0.0.1:{gateway_port}/mcp"
+            if replicas:
+                anyio.run(_until_every_replica_answers, url)
+            yield url, pids
     finally:
         for p in procs:
             p.terminate()
             p.wait(10)
+
+
+async def _until_every_replica_answers(url: str) -> None:
+    """Stateless searches on new connections (each reaches some replica) until 20 in a row find
+    their tool: the replicas that follow have loaded the lister's version."""
+    in_a_row = 0
+    with anyio.fail_after(60):
+        while in_a_row < 20:
+            try:
+                async with Light(url, "stateless") as light:
+                    found = await light.call("tool_search", {"query": QUERIES[1][0], "limit": 3})
+                in_a_row = in_a_row + 1 if QUERIES[1][1] in found else 0
+            except (RuntimeError, OSError):
+                in_a_row = 0
+                await anyio.sleep(0.1)
 
 
 # -- the clients -------------------------------------------------------------------------------
@@ -259,17 +306,20 @@ def _text(result: Any) -> str:
 
 
 # -- one cell of the table ---------------------------------------------------------------------
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pids: int | list[int]) -> float:
+    """User + system CPU time of the processes ``pids`` so far (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    for pid in [pids] if isinstance(pids, int) else pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 async def cell(
-    url: str, client: str, protocol: str, sessions: int, rounds: int, single: int, pid: int = 0
+    url: str, client: str, protocol: str, sessions: int, rounds: int, single: int, pid: int | list[int] = 0
 ) -> dict[str, float]:
     """One client and protocol against one gateway: single-session latency, then load, with the
     gateway process's CPU time per search under load (session setup and each session's
@@ -321,18 +371,33 @@ def run(
     """Every (server responses, client, protocol) cell; see :func:`cell`."""
     out = {}
     for responses in servers:
-        with gateway(responses) as (url, pid):
+        with gateway(responses) as (url, pids):
             for client in clients:
                 for protocol in protocols:
-                    work = (url, client, protocol, sessions, rounds, single, pid)
+                    work = (url, client, protocol, sessions, rounds, single, pids)
                     out[responses, client, protocol] = anyio.run(cell, *work)
                     print(f"done: {responses} {client} {protocol}", file=sys.stderr, flush=True)
     return out
 
 
+def run_replicas(
+    counts: tuple[int, ...], sessions: int, rounds: int, single: int = 200, protocols: tuple[str, ...] = ("stateless",)
+) -> dict[tuple[str, str, str], dict[str, float]]:
+    """Each count of replicas (JSON answers, the light client); keys ``("N replicas", client, protocol)``."""
+    out = {}
+    for n in counts:
+        with gateway("json", replicas=n) as (url, pids):
+            for protocol in protocols:
+                out[f"{n} replicas", "light", protocol] = anyio.run(
+                    cell, url, "light", protocol, sessions, rounds, single, pids
+                )
+                print(f"done: {n} replicas {protocol}", file=sys.stderr, flush=True)
+    return out
+
+
 def table(results: dict[tuple[str, str, str], dict[str, float]], sessions: int) -> str:
     lines = [
-        f"| server responses | client | protocol | 1 session p50 ms | {sessions} sessions p50 ms | p99 ms "
+        f"| server | client | protocol | 1 session p50 ms | {sessions} sessions p50 ms | p99 ms "
         "| tool_search/s | server CPU µs/search |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -349,6 +414,9 @@ def table(results: dict[tuple[str, str, str], dict[str, float]], sessions: int) 
 def _ratios(results: dict[tuple[str, str, str], dict[str, float]]) -> Iterator[str]:
     """Searches per second of light over SDK, of stateless over handshake, of json over sse."""
     axes = {0: ("json", "sse"), 1: ("light", "sdk"), 2: ("stateless", "handshake")}
+    counts = sorted({k[0] for k in results if k[0].endswith(" replicas")}, key=lambda k: int(k.split()[0]))
+    if len(counts) > 1:
+        axes[0] = (counts[-1], counts[0])
     for axis, (a, b) in axes.items():
         for key, r in results.items():
             if key[axis] != a:
@@ -373,10 +441,14 @@ def main() -> None:
     parser.add_argument("--servers", nargs="+", default=["sse", "json"], choices=["sse", "json"])
     parser.add_argument("--clients", nargs="+", default=["sdk", "light"], choices=["sdk", "light"])
     parser.add_argument("--protocols", nargs="+", default=["handshake", "stateless"], choices=list(SDK_MODES))
+    parser.add_argument("--replicas", nargs="+", type=int, help="replica counts to compare (needs redis-server)")
     args = parser.parse_args()
-    results = run(
-        args.sessions, args.rounds, args.single, tuple(args.servers), tuple(args.clients), tuple(args.protocols)
-    )
+    if args.replicas:
+        results = run_replicas(tuple(args.replicas), args.sessions, args.rounds, args.single, tuple(args.protocols))
+    else:
+        results = run(
+            args.sessions, args.rounds, args.single, tuple(args.servers), tuple(args.clients), tuple(args.protocols)
+        )
     print(f"{args.sessions} concurrent sessions x {args.rounds} tool_search each, loopback HTTP, checked results")
     print(table(results, args.sessions))
 

@@ -18,6 +18,7 @@ pytest.importorskip("mcp")
 
 import anyio
 
+import toolsift as ts
 from cluster_support import VISIBLE_WITHIN_S, config_text, wait_for
 from gateway_support import ALICE, BOB, ROOT, call, running, search, session, text_of
 from redis_support import RedisServer
@@ -233,3 +234,47 @@ def test_replicas_need_a_cluster_and_http(tmp_path: Path, capsys: pytest.Capture
     assert cli.main(["serve", "--config", str(path), "--replicas", "2"]) == 2
     assert "[gateway.transport]" in capsys.readouterr().err
     assert cli.main(["serve", "--config", str(path), "--replicas", "0"]) == 2
+
+
+@pytest.mark.parametrize("forgery", ["permissions", "server", "manifest", "snapshot"])
+def test_a_forged_version_in_redis_is_refused(cluster: Replicas, redis_server: RedisServer, forgery: str) -> None:
+    import redis
+
+    from toolsift.gateway.cluster import encode_manifest, snapshot_bytes
+
+    client = redis.Redis.from_url(redis_server.url)
+    number = cluster.gateways[0].version.number
+    perms = ("weather",) if forgery == "permissions" else ("files",)  # bob holds "weather" only
+    name = "weather__read_file" if forgery == "server" else "files__read_file"
+    tool = ts.Tool(name, "Read a text file from the workspace", permissions=perms)
+    rows = ((name, "files", "read_file", "0" * 64, False, 0),)
+    manifest = b"{not json" if forgery == "manifest" else encode_manifest(rows, {})
+    snapshot = b"TSIDX garbage" if forgery == "snapshot" else snapshot_bytes(ts.Index([tool]))
+    client.hset("toolsift:catalog", mapping={"version": number + 1, "manifest": manifest, "snapshot": snapshot})
+    client.publish("toolsift:events", f"catalog {number + 1}")
+    followers = cluster.others()
+
+    wait_for(lambda: all(g.replication is not None and g.replication.refused >= 1 for g in followers))
+    assert all(g.version.number == number and "files__write_file" in g.version.entries for g in followers)
+
+    async def bob_sees_nothing(gateway: Gateway) -> None:
+        async with session(gateway, BOB) as bob:
+            assert await search(bob, "read a text file") == []
+            assert text_of(await call(bob, name, {"path": "x"})) == f"Unknown tool: {name}"
+
+    for gateway in cluster.gateways:
+        anyio.run(bob_sees_nothing, gateway)
+
+
+def test_the_readme_cluster_config_is_valid_and_its_section_short() -> None:
+    import re
+
+    import tomllib
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("### Several replicas (cluster)") : readme.index("## Framework adapters")]
+    assert len(section.strip().splitlines()) <= 30
+    block = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert block is not None
+    config = parse(tomllib.loads(block.group(1) + "[servers.a]\ncommand = 'x'\n"), "README")
+    assert config.cluster is not None and config.cluster.redis.startswith("redis://")

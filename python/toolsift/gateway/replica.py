@@ -47,8 +47,9 @@ class Replication:
         self.cluster = Cluster(config.redis, prefix=config.prefix, lock_ttl=config.lock_ttl)
         self._payload: tuple[bytes, bytes] | None = None  # the last version this replica published
         self._wake = anyio.Event()
-        self.loaded = 0
-        """Versions loaded from Redis."""
+        self._refused_version = 0  # not tried again on every tick
+        self.loaded = self.refused = 0
+        """Versions loaded from Redis, and refused (corrupt, or not what the config allows)."""
 
     # -- the loop ------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -101,7 +102,7 @@ class Replication:
                 await self._republish()
             if gateway._held:
                 await self._apply_acks()
-        elif stored > gateway.version.number:
+        elif stored > gateway.version.number and stored != self._refused_version:
             await self._load()
 
     async def _lead(self) -> None:
@@ -182,6 +183,7 @@ class Replication:
         except ToolsiftError as e:  # a corrupt or foreign version: the one in service stays
             log.warning("cluster: version %d refused: %s", stored.version, e)
             gateway.log.write("version_refused", version=stored.version, error=str(e))
+            self.refused, self._refused_version = self.refused + 1, stored.version
             return
         from .server import Version
 
