@@ -243,13 +243,18 @@ def snapshot_bytes(index: Index) -> bytes:
         return path.read_bytes()
 
 
-def load_snapshot(data: bytes, statistics: str) -> Index:
-    """An index from :func:`snapshot_bytes`, checked as :meth:`Index.load` checks a file, with
-    the gateway's own ``statistics`` whatever the bytes say."""
-    with tempfile.TemporaryDirectory(prefix="toolsift-") as folder:
-        path = Path(folder) / "version.tsidx"
-        path.write_bytes(data)
-        return Index.load(path, statistics=statistics)
+def load_snapshot(data: bytes, statistics: str, path: Path) -> Index:
+    """An index from :func:`snapshot_bytes`, written to ``path`` (an index may keep reading its
+    file after loading), checked as :meth:`Index.load` checks a file, with the gateway's own
+    ``statistics`` whatever the bytes say. Other versions' files beside it are removed (one still
+    open stays readable where the system allows, and is removed with the folder otherwise)."""
+    path.write_bytes(data)
+    index = Index.load(path, statistics=statistics)
+    for old in path.parent.glob("version-*.tsidx"):
+        if old != path:
+            with contextlib.suppress(OSError):
+                old.unlink()
+    return index
 
 
 def encode_manifest(rows: tuple[Row, ...], held: Mapping[str, tuple[str, str]]) -> bytes:

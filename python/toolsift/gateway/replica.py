@@ -20,7 +20,9 @@ listings locally, and publishes once Redis is back), usage is counted locally an
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -47,6 +49,9 @@ class Replication:
         self.cluster = Cluster(config.redis, prefix=config.prefix, lock_ttl=config.lock_ttl)
         self._payload: tuple[bytes, bytes] | None = None  # the last version this replica published
         self._wake = anyio.Event()
+        self._folder = tempfile.TemporaryDirectory(
+            prefix="toolsift-replica-", ignore_cleanup_errors=True
+        )  # files of loaded versions
         self._refused_version = 0  # not tried again on every tick
         self.loaded = self.refused = 0
         """Versions loaded from Redis, and refused (corrupt, or not what the config allows)."""
@@ -179,7 +184,8 @@ class Replication:
         if stored is None or stored.version <= gateway.version.number:
             return
         try:
-            index, table, held = await anyio.to_thread.run_sync(self._decode, stored.manifest, stored.snapshot)
+            work = (stored.version, stored.manifest, stored.snapshot)
+            index, table, held = await anyio.to_thread.run_sync(self._decode, *work)
         except ToolsiftError as e:  # a corrupt or foreign version: the one in service stays
             log.warning("cluster: version %d refused: %s", stored.version, e)
             gateway.log.write("version_refused", version=stored.version, error=str(e))
@@ -202,14 +208,16 @@ class Replication:
         if gateway._task_group is not None:
             gateway._task_group.start_soon(gateway._prepare, version)
 
-    def _decode(self, manifest: bytes, snapshot: bytes) -> tuple[Index, tuple[Row, ...], dict[str, tuple[str, str]]]:
+    def _decode(
+        self, number: int, manifest: bytes, snapshot: bytes
+    ) -> tuple[Index, tuple[Row, ...], dict[str, tuple[str, str]]]:
         """A stored version, checked against this replica's own config: every tool in service
         is on a configured server under its namespaced name, not hidden by a rule, and needs
         exactly the permissions the config gives it, so what is in Redis cannot open a tool to
         a caller the config does not."""
         config = self.gateway.config
         table, held = decode_manifest(manifest)
-        index = load_snapshot(snapshot, config.statistics)
+        index = load_snapshot(snapshot, config.statistics, Path(self._folder.name) / f"version-{number}.tsidx")
         rows = {r[0]: r for r in table}
         servers = {s.name for s in config.servers}
         for i in range(len(index)):
@@ -225,6 +233,7 @@ class Replication:
     async def close(self) -> None:
         await self.cluster.resign()
         await self.cluster.close()
+        self._folder.cleanup()
 
 
 def _entry(server: str, upstream: str, tool: Tool, digest: str, hidden: bool, cut: int, **more: Any) -> Any:
