@@ -133,7 +133,14 @@ class Replication:
             entry = version.entries.get(name)
             tool = entry.tool if entry is not None else Tool(name, "")
             table[name] = _entry(server, upstream, tool, digest, hidden, cut, placeholder=entry is None)
-        gateway._table, gateway._held, gateway._seen = table, {}, set()
+        # changes held in that version stay held here, known by their new digest until this
+        # replica's own listing of the server brings the definition (never in service before)
+        held = {
+            name: _entry(table[name].server, table[name].upstream_name, Tool(name, ""), new, placeholder=True)
+            for name, (_, new) in version.held.items()
+            if name in table
+        }
+        gateway._table, gateway._held, gateway._seen = table, held, set()
         gateway._table_version = version.number
 
     # -- the lister ----------------------------------------------------------------------------
@@ -236,7 +243,7 @@ class Replication:
         self._folder.cleanup()
 
 
-def _entry(server: str, upstream: str, tool: Tool, digest: str, hidden: bool, cut: int, **more: Any) -> Any:
+def _entry(server: str, upstream: str, tool: Tool, digest: str, hidden: bool = False, cut: int = 0, **more: Any) -> Any:
     from .server import Entry
 
     return Entry(server, upstream, tool, digest, hidden, cut, **more)

@@ -302,6 +302,11 @@ class Gateway:
             known = [n for n in fresh if n in old and old[n].placeholder and n not in changed and n not in self._held]
             for n in known:  # the definition of a tool known by digest only: it may go into service
                 self._table[n] = fresh[n]
+            for n in fresh:  # a held change known by digest only gets its definition (still held)
+                waiting = self._held.get(n)
+                if waiting is not None and waiting.placeholder and waiting.digest == fresh[n].digest:
+                    self._held[n] = fresh[n]
+                    known.append(n)
             for n in removed:
                 self._table.pop(n, None)
                 self._held.pop(n, None)
