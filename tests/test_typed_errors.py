@@ -138,3 +138,32 @@ def test_a_normal_query_and_a_valid_surrogate_pair_still_work() -> None:
     assert [h.tool.name for h in INDEX.search("refund")] == ["a"]
     assert INDEX.search("refund 😀") == INDEX.search("refund")  # a whole emoji is text like any other
     assert ts.Tool("t", "emoji 😀", annotations={"title": "😀"}).annotations == {"title": "😀"}
+
+
+@pytest.mark.parametrize(
+    ("name", "refused_by"),
+    [
+        ("math.sum", {"OpenAI", "Anthropic"}),
+        ("a" * 65, {"OpenAI"}),
+        ("a" * 129, {"OpenAI", "Anthropic"}),
+        ("ok_name-1", set()),
+    ],
+)
+def test_names_an_api_would_refuse_are_typed_errors_naming_the_tool(name: str, refused_by: set[str]) -> None:
+    from toolsift.assemble import to_anthropic, to_mcp, to_openai
+
+    tool = ts.Tool(name, "sums two numbers")
+    index = ts.Index([tool])
+    emitters = {
+        "OpenAI": [to_openai, lambda t: index.select("sums", budget=None).to_openai()],
+        "Anthropic": [to_anthropic, lambda t: index.select("sums", budget=None).to_anthropic()],
+    }
+    for api, emit in emitters.items():
+        for e in emit:
+            if api in refused_by:
+                with pytest.raises(InvalidToolError, match=api) as raised:
+                    e([tool])
+                assert raised.value.tool == name and raised.value.field == "name"
+            else:
+                assert e([tool])[0]
+    assert to_mcp([tool])[0]["name"] == name  # MCP allows dots and 128 characters

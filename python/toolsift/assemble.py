@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast, overload
 
+from .errors import InvalidToolError
 from .registry import Tool
 
 if TYPE_CHECKING:
@@ -34,14 +36,38 @@ def default_token_count(definition: Any) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
 
+#: Tool names each API accepts: OpenAI function names and Anthropic tool names are ASCII letters,
+#: digits, ``_`` and ``-`` (no ``.``, which MCP allows), 1 to 64 and 1 to 128 characters.
+NAME_RULES = {
+    "OpenAI": (re.compile(r"[A-Za-z0-9_-]{1,64}"), "1 to 64"),
+    "Anthropic": (re.compile(r"[A-Za-z0-9_-]{1,128}"), "1 to 128"),
+}
+
+
+def _named_for(api: str, tool: Tool) -> str:
+    """``tool.name``, or :class:`~toolsift.errors.InvalidToolError` naming the tool when ``api``
+    would refuse it (an emitted array the API rejects fails the whole request, later and with less
+    to go on)."""
+    pattern, length = NAME_RULES[api]
+    if pattern.fullmatch(tool.name) is None:
+        raise InvalidToolError(
+            f"the name is not a valid {api} tool name: only letters, digits, '_' and '-', {length} "
+            "characters (rename the tool, e.g. dots to '_', or emit MCP)",
+            tool=tool.name,
+            field="name",
+        )
+    return tool.name
+
+
 def to_openai(tools: Iterable[Tool]) -> list[OpenAITool]:
     """OpenAI Chat Completions ``tools`` entries (typed as the ``openai`` SDK's
-    ``ChatCompletionFunctionToolParam``)."""
+    ``ChatCompletionFunctionToolParam``). A name OpenAI refuses (see :data:`NAME_RULES`) raises
+    :class:`~toolsift.errors.InvalidToolError` naming the tool."""
     return [
         {
             "type": "function",
             "function": {
-                "name": t.name,
+                "name": _named_for("OpenAI", t),
                 "description": t.description,
                 "parameters": cast(dict[str, object], t.parameters),
             },
@@ -52,12 +78,17 @@ def to_openai(tools: Iterable[Tool]) -> list[OpenAITool]:
 
 def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[AnthropicTool]:
     """Anthropic Messages ``tools`` entries; tools named in ``defer`` get ``defer_loading: true``
-    (loaded by Anthropic's hosted tool search only when the model finds them)."""
+    (loaded by Anthropic's hosted tool search only when the model finds them). A name Anthropic
+    refuses (see :data:`NAME_RULES`) raises :class:`~toolsift.errors.InvalidToolError`."""
     deferred = set(defer)
     out: list[AnthropicTool] = []
     for t in tools:
         schema = cast(dict[str, object], t.parameters)
-        entry: AnthropicTool = {"name": t.name, "description": t.description, "input_schema": schema}
+        entry: AnthropicTool = {
+            "name": _named_for("Anthropic", t),
+            "description": t.description,
+            "input_schema": schema,
+        }
         if t.name in deferred:
             entry["defer_loading"] = True
         out.append(entry)
