@@ -182,6 +182,25 @@ def _scripts(name: str) -> set[str]:
     return {unicodedata.name(c, "?").split()[0] for c in name if c.isalpha()}
 
 
+def _text_findings(text: str) -> list[tuple[str, str]]:
+    """``(kind, detail)`` of what one text of a definition hides or asks for."""
+    found = []
+    hidden = _hidden(text)
+    if hidden:
+        found.append(("hidden_unicode", hidden))
+    for pattern in _INSTRUCTION:
+        m = pattern.search(text)
+        if m:
+            found.append(("instruction", m.group(0)[:80]))
+            break
+    for pattern in _SENSITIVE:
+        m = pattern.search(text)
+        if m:
+            found.append(("sensitive_path", m.group(0).strip()[:80]))
+            break
+    return found
+
+
 def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]:
     """Findings for ``tools`` in registry order.
 
@@ -196,21 +215,14 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
     seen: dict[str, str] = {}  # skeleton -> first name with it
     for name in trusted:
         seen.setdefault(skeleton(name), name)
+    flagged: dict[str, list[tuple[str, str]]] = {}  # text -> its (kind, detail): catalogs repeat texts
     for tool in tools:
         for field, text in _texts(tool):
-            hidden = _hidden(text)
-            if hidden:
-                findings.append(Finding(tool.name, field, "hidden_unicode", hidden))
-            for pattern in _INSTRUCTION:
-                m = pattern.search(text)
-                if m:
-                    findings.append(Finding(tool.name, field, "instruction", m.group(0)[:80]))
-                    break
-            for pattern in _SENSITIVE:
-                m = pattern.search(text)
-                if m:
-                    findings.append(Finding(tool.name, field, "sensitive_path", m.group(0).strip()[:80]))
-                    break
+            found = flagged.get(text)
+            if found is None:
+                found = flagged[text] = _text_findings(text)
+            if found:
+                findings.extend(Finding(tool.name, field, kind, detail) for kind, detail in found)
         hidden = _hidden_in_name(tool.name)
         if hidden:
             findings.append(Finding(tool.name, "name", "hidden_unicode", hidden))
