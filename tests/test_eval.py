@@ -98,3 +98,4 @@ def test_unicode_line_separators_in_queries_do_not_break_a_labelled_file_or_a_ga
     log.write_text("".join(lines), encoding="utf-8")
     data = load_gateway_log(log)
     assert [(q.text, q.relevant) for q in data.queries] == [(query, ("get_weather",)), ("mail\u2028", ("send_email",))]
+    assert [q.offered for q in data.queries] == [("get_weather",), ()]  # what each search returned

@@ -136,6 +136,16 @@ class UsageStore:
         """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user."""
         return lambda tool: round(self.score(user, tool) * 1000)
 
+    def reach(self) -> tuple[int, dict[str, int]]:
+        """How many users the store holds, and for each tool how many of them it counts for
+        (past the warm-up), sorted by tool name: what pin suggestions are made of."""
+        with self._lock:
+            users = self._db.execute("SELECT COUNT(DISTINCT user) FROM usage").fetchone()[0]
+            rows = self._db.execute(
+                "SELECT tool, COUNT(*) FROM usage WHERE calls >= ? GROUP BY tool ORDER BY tool", (self.warmup,)
+            ).fetchall()
+        return int(users), {str(tool): int(n) for tool, n in rows}
+
     def close(self) -> None:
         """Closes the database."""
         self._db.close()

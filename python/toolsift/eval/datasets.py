@@ -59,6 +59,9 @@ class LabelledQuery:
     """The tools the dataset offered with the request, where it says (BFCL gives each request
     a few functions; for its irrelevance categories none of them fits and ``relevant`` is
     empty)."""
+    offered: tuple[str, ...] | None = None
+    """The tools the request was offered at the time, best first, where a log recorded them
+    (``None``: not recorded)."""
 
 
 @dataclass
@@ -97,31 +100,35 @@ def load_files(tools: str | Path, queries: str | Path, *, catalog: Catalog | Non
     return Dataset(Path(tools).stem, catalog, out)
 
 
-def load_gateway_log(log: str | Path) -> Dataset:
-    """A dataset from a gateway's JSONL log and the catalog it keeps beside it (``LOG.tools.jsonl``).
+def load_gateway_log(log: str | Path, *, catalog: Catalog | None = None) -> Dataset:
+    """A dataset from a gateway's JSONL log and the catalog it keeps beside it (``LOG.tools.jsonl``,
+    or ``catalog`` when given).
 
     Each ``tool_search`` query is labelled with the tools the same caller then ran successfully
-    (before its next search); searches followed by no successful call are left out.
+    (before its next search), and keeps the tools that search returned as
+    :attr:`LabelledQuery.offered`; searches followed by no successful call are left out.
     """
     import dataclasses
 
     path = Path(log)
+    tools = Catalog.from_file(Path(f"{path}.tools.jsonl")) if catalog is None else catalog
     # retrieval quality is measured over the whole catalog, so the callers' permissions are dropped
-    catalog = Catalog(dataclasses.replace(t, permissions=()) for t in Catalog.from_file(Path(f"{path}.tools.jsonl")))
+    catalog = Catalog(dataclasses.replace(t, permissions=()) for t in tools)
     last: dict[str, int] = {}
-    rows: list[tuple[str, list[str]]] = []
+    rows: list[tuple[str, list[str], tuple[str, ...]]] = []
     for n, event in json_lines(path.read_text(encoding="utf-8"), path):
         if not isinstance(event, dict):
             raise CatalogFormatError(f"{path}: line {n} is a {type(event).__name__}, not a JSON object")
         caller = str(event.get("caller"))
         if event.get("event") == "search" and isinstance(event.get("query"), str):
             last[caller] = len(rows)
-            rows.append((event["query"], []))
+            found = event.get("tools")
+            rows.append((event["query"], [], tuple(str(t) for t in found) if isinstance(found, list) else ()))
         elif event.get("event") == "call" and event.get("outcome") == "ok" and caller in last:
             used = rows[last[caller]][1]
             if event.get("tool") not in used and catalog.get(str(event.get("tool"))) is not None:
                 used.append(str(event["tool"]))
-    queries = [LabelledQuery(str(i), q, tuple(r)) for i, (q, r) in enumerate(rows) if r]
+    queries = [LabelledQuery(str(i), q, tuple(r), offered=o) for i, (q, r, o) in enumerate(rows) if r]
     return Dataset(path.stem, catalog, queries)
 
 
