@@ -8,6 +8,7 @@ from . import errors
 from ._core import __version__, tokenize
 from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
+from .doctor import Checkup, Diagnosis, doctor
 from .index import Hit, Index
 from .plan import Tier
 from .query import MAX_WEIGHT, Query
@@ -18,7 +19,9 @@ from .usage import RedisUsageStore, Usage, UsageStore
 __all__ = [
     "MAX_WEIGHT",
     "Catalog",
+    "Checkup",
     "DenseIndex",
+    "Diagnosis",
     "Dropped",
     "Embedder",
     "Hit",
@@ -39,6 +42,7 @@ __all__ = [
     "__version__",
     "default_embedder",
     "default_token_count",
+    "doctor",
     "errors",
     "to_anthropic",
     "to_mcp",

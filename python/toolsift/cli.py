@@ -1,4 +1,4 @@
-"""Command line: ``toolsift demo``, ``search``, ``index``, ``eval`` and ``serve``.
+"""Command line: ``toolsift demo``, ``search``, ``index``, ``eval``, ``doctor`` and ``serve``.
 
 Progress bars and tables use ``rich`` when it is installed (``pip install 'toolsift[demo]'``) and
 fall back to plain text otherwise.
@@ -202,6 +202,78 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_doctor(args: argparse.Namespace) -> int:
+    """Findings a catalog owner should act on (see :mod:`toolsift.doctor`)."""
+    from . import eval as ev
+    from .doctor import doctor
+    from .errors import InvalidParameterError, SnapshotError
+    from .usage import UsageStore
+
+    started = time.perf_counter()
+    if bool(args.catalog) == bool(args.dataset):
+        raise ToolsiftError("give a CATALOG file or --dataset (bfcl or aws), not both")
+    queries: ev.Dataset | None = None
+    if args.dataset == "bfcl":
+        queries = ev.load_bfcl()
+        catalog = queries.catalog
+    elif args.dataset == "aws":
+        with _progress("Converting AWS service models") as progress:
+            catalog = aws_catalog(progress)
+    else:
+        catalog = _catalog(args.catalog)
+    if args.queries:
+        queries = ev.load_files(args.catalog or "catalog", args.queries, catalog=catalog)
+    elif args.gateway_log:
+        queries = ev.load_gateway_log(args.gateway_log, catalog=catalog)
+    index = Index.load(args.index) if args.index else None
+    usage = None
+    if args.usage:
+        if not Path(args.usage).is_file():
+            raise ToolsiftError(f"{args.usage}: no such usage database")
+        usage = UsageStore(args.usage)
+    caller = args.caller if args.caller or args.public else None
+    try:
+        checkup = doctor(catalog, index=index, queries=queries, usage=usage, for_caller=caller, k=args.k)
+    except InvalidParameterError as e:
+        raise SnapshotError(f"{args.index}: {e}") if args.index else e from None
+    _print_checkup(checkup, args.limit)
+    print(f"doctor: {checkup.tools:,} tools checked in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(checkup.to_json() + "\n", encoding="utf-8")
+    if args.html:
+        Path(args.html).write_text(checkup.to_html(), encoding="utf-8")
+    return 0
+
+
+def _print_checkup(checkup: Any, limit: int) -> None:
+    """The findings per kind, ``limit`` rows each, as rich tables (plain lines without rich)."""
+    console = _console()
+    counts = {kind: n for kind, n in checkup.counts().items() if n}
+    if not counts:
+        print(f"no findings in {checkup.tools:,} tools")
+        return
+    for kind, n in counts.items():
+        shown = checkup.of(kind)[:limit]
+        more = f" (first {len(shown)})" if n > len(shown) else ""
+        if console is None:
+            print(f"{kind}: {n:,}{more}")
+            for d in shown:
+                print(f"  {', '.join(d.tools)}: {d.why}\n    fix: {d.fix}")
+            continue
+        from rich.table import Table
+
+        fixes = {d.fix for d in shown}
+        common = f"\nfix: {shown[0].fix}" if len(fixes) == 1 else ""
+        table = Table(title=f"{kind}: {n:,}{more}{common}", show_lines=True, title_justify="left")
+        table.add_column("tools", ratio=2, overflow="fold")
+        table.add_column("why", ratio=3)
+        if not common:
+            table.add_column("fix", ratio=2)
+        for d in shown:
+            table.add_row("\n".join(d.tools), d.why, *([] if common else [d.fix]))
+        console.print(table)
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the MCP gateway described by a TOML config."""
     import os
@@ -276,6 +348,21 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--budget", type=int, default=2000, help="token budget for the selection figures (default 2000)")
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     e.set_defaults(run=evaluate)
+    r = sub.add_parser("doctor", help="what to fix in a catalog: confusable, unreachable, vague tools, misses, pins")
+    r.add_argument("catalog", nargs="?", help="catalog file (any shape `search` reads) or saved index")
+    r.add_argument("--dataset", choices=("bfcl", "aws"), help="BFCL (with its queries) or the demo's AWS catalog")
+    source = r.add_mutually_exclusive_group()
+    source.add_argument("--queries", metavar="FILE", help='labelled requests: JSONL of {"query", "relevant": [names]}')
+    source.add_argument("--gateway-log", metavar="FILE", help="a gateway's JSONL log: searches and the calls after")
+    r.add_argument("--index", metavar="FILE", help="a saved index of the catalog to rank with (its options)")
+    r.add_argument("--usage", metavar="FILE", help="a UsageStore SQLite file, for pin suggestions")
+    r.add_argument("--caller", action="append", default=[], metavar="PERM", help="check only this caller's tools")
+    r.add_argument("--public", action="store_true", help="check only the public tools (no permission needed)")
+    r.add_argument("-k", type=int, default=5, help="shortlist size for reachability and misses (default 5)")
+    r.add_argument("--limit", type=int, default=10, help="findings printed per kind (default 10; files get all)")
+    r.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
+    r.add_argument("--html", metavar="FILE", help="also write every finding as an HTML page")
+    r.set_defaults(run=run_doctor)
     g = sub.add_parser("serve", help="run the MCP gateway: upstream MCP servers behind tool_search + call_tool")
     g.add_argument("--config", required=True, help="gateway TOML file (see README)")
     g.add_argument("--transport", choices=("http", "stdio"), help="override [gateway] transport")

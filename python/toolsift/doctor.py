@@ -1,0 +1,206 @@
+"""What a catalog owner should fix so that search finds the right tool: :func:`doctor`.
+
+The first useful tuning pass of tool search is editorial (inspect the misses, make descriptions
+specific enough to beat nearby tools, add search-only text in the users' words, pin the tools
+every task needs). :func:`doctor` runs the checks below over a catalog, ranking with the same
+:class:`~toolsift.Index` that serves it, and returns a :class:`Checkup`: one :class:`Diagnosis` per
+finding, naming the tools, why, and a suggested fix. Every threshold comes from the catalog's own
+statistics or from the selection defaults, never from a word list:
+
+============  ===============================================================================
+kind          found when
+============  ===============================================================================
+poisoned      :func:`toolsift.scan.scan` reports the definition (injection, hidden characters,
+              a look-alike name).
+confusable    two tools' texts are so close that the index cannot separate them: with a tool's
+              own name and description as the query, the other one scores at least
+              :data:`CONFUSABLE_SHARE` of the tool's own score, both ways; pairs are grouped
+              where every two members are such a pair. One search per tool, its
+              :data:`NEIGHBOURS` best hits: no work per pair of tools.
+unreachable   none of the tool's example queries (or, without examples, its name as the query)
+              brings it into the top ``k`` (``tool_search``'s default limit).
+miss          a labelled or logged request needed the tool and it was not offered; the request
+              words that are nowhere in the tool's indexed text are candidates for search text.
+vague         the description is empty or adds no word to the name, or its words beyond the
+              name carry fewer bits than singling out one of the catalog's ``N`` tools takes
+              (``log2 N``; a word in ``df`` tools carries ``log2(N / df)``, see
+              :func:`toolsift.checks._bits`). Words in ``sqrt(N)`` tools or more, which carry at
+              most half of that, are shown as the generic ones.
+token_hog     the definition costs more than ``budget_tokens / k``: a ``k``-tool shortlist that
+              holds it has less room for every other tool.
+pin           more than :data:`PIN_SHARE` of the users (a :class:`~toolsift.UsageStore`) or of
+              the requests use the tool: search is for the long tail, this one should be core.
+============  ===============================================================================
+
+The doctor is a catalog owner's tool and sees the whole catalog by default. With
+``for_caller=perms`` it sees only what that caller may use, ranks as that caller's searches do,
+and names no other tool in any finding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from . import _core, checks
+from .checks import CONFUSABLE_SHARE, NEIGHBOURS, PIN_SHARE, Diagnosis
+from .errors import InvalidParameterError
+from .eval.datasets import Dataset, LabelledQuery
+from .index import Caller, Index, _count
+from .plan import DEFAULT_LIMIT
+from .registry import Catalog, Tool
+from .tiers import ToolTierOptions
+from .usage import UsageStore
+
+__all__ = ["CONFUSABLE_SHARE", "KINDS", "NEIGHBOURS", "PIN_SHARE", "Checkup", "Diagnosis", "doctor"]
+
+KINDS = ("poisoned", "confusable", "unreachable", "miss", "vague", "token_hog", "pin")
+"""Finding kinds, in the order a report lists them (most urgent first)."""
+
+
+@dataclass(frozen=True)
+class Checkup:
+    """The result of :func:`doctor`: what was examined and every finding, most urgent kind first."""
+
+    tools: int
+    queries: int
+    k: int
+    budget_tokens: int
+    diagnoses: tuple[Diagnosis, ...]
+
+    def counts(self) -> dict[str, int]:
+        """Findings per kind, every kind listed."""
+        found = Counter(d.kind for d in self.diagnoses)
+        return {kind: found[kind] for kind in KINDS}
+
+    def of(self, kind: str) -> list[Diagnosis]:
+        """The findings of one kind."""
+        return [d for d in self.diagnoses if d.kind == kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The checkup as JSON-ready values."""
+        return {
+            "tools": self.tools,
+            "queries": self.queries,
+            "k": self.k,
+            "budget_tokens": self.budget_tokens,
+            "thresholds": {"confusable_share": CONFUSABLE_SHARE, "neighbours": NEIGHBOURS, "pin_share": PIN_SHARE},
+            "counts": self.counts(),
+            "findings": [d.to_dict() for d in self.diagnoses],
+        }
+
+    def to_json(self) -> str:
+        """The checkup as JSON: the same input gives the same bytes."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def to_html(self) -> str:
+        """The checkup as one self-contained HTML page."""
+        from .report import checkup_html
+
+        return checkup_html(self)
+
+
+class _View:
+    """The tools the doctor examines, the caller it ranks as, and word statistics over them."""
+
+    def __init__(self, index: Index, for_caller: Caller | None) -> None:
+        self.index = index
+        self.perms: tuple[str, ...] = tuple(index.permissions()) if for_caller is None else _perms(for_caller)
+        self.positions = [i for i in range(len(index)) if index.allows(self.perms, index.name(i))]
+        self.tools = [index.tool(i) for i in self.positions]
+        self.names = {t.name for t in self.tools}
+        self.at = {p: j for j, p in enumerate(self.positions)}  # registry position -> place here
+        self.name_words = [set(_core.tokenize(t.name)) for t in self.tools]
+        self.description_words = [set(_core.tokenize(t.description)) for t in self.tools]
+        self.df: Counter[str] = Counter()
+        for name, description in zip(self.name_words, self.description_words, strict=True):
+            self.df.update(name | description)
+
+    def words(self, position: int) -> set[str]:
+        """The tokens of the name and description of the tool at a registry position."""
+        j = self.at[position]
+        return self.name_words[j] | self.description_words[j]
+
+
+def _perms(caller: Caller) -> tuple[str, ...]:
+    if caller is None:
+        return ()
+    if isinstance(caller, str):
+        return (caller,)
+    if isinstance(caller, Mapping):
+        raise InvalidParameterError("for_caller must be permissions (a set or list of str), not a mapping")
+    return tuple(caller)
+
+
+def doctor(
+    catalog: Catalog | Iterable[Tool] | Index,
+    *,
+    index: Index | None = None,
+    queries: Dataset | Iterable[LabelledQuery] | None = None,
+    usage: UsageStore | None = None,
+    for_caller: Caller | None = None,
+    k: int = DEFAULT_LIMIT,
+    budget_tokens: int | None = None,
+) -> Checkup:
+    """Checks ``catalog`` and returns every finding (see the module's table).
+
+    Args:
+        catalog: The tools, or a built :class:`Index` (then ranked with it).
+        index: An index of the same tools to rank with (its options: field weights, ``k1``...);
+            default an :class:`Index` with default options.
+        queries: Labelled requests (``toolsift eval``'s, or a gateway log's through
+            :func:`toolsift.eval.load_gateway_log`, which also says what was offered) for misses
+            and pins; a :class:`~toolsift.eval.Dataset` also gives its labels.
+        usage: Per-user usage, for pins.
+        for_caller: ``None`` (default): the owner's view, every tool. Permissions: only the tools
+            that caller may use (``()``: public tools only), and no other tool is ever named.
+        k: Shortlist size for reachability and misses (default ``tool_search``'s 5).
+        budget_tokens: Token budget for token hogs (default :class:`ToolTierOptions`').
+
+    Raises:
+        InvalidParameterError: ``index`` holds other tools than ``catalog``, or ``k`` or
+            ``budget_tokens`` is not a non-negative int.
+    """
+    k = max(_count("k", k), 1)
+    budget = ToolTierOptions().budget() if budget_tokens is None else _count("budget_tokens", budget_tokens)
+    index = _index(catalog, index)
+    view = _View(index, for_caller)
+    labelled = list(queries.queries if isinstance(queries, Dataset) else queries or ())
+    labels = queries.labels if isinstance(queries, Dataset) else {}
+    own = [f"{t.name}\n{t.description}" for t in view.tools]
+    asked = [(t, list(t.examples) or [t.name]) for t in view.tools if not t.core]
+    fresh = [q.text for q in labelled if q.offered is None]
+    work = [(own, NEIGHBOURS + 1), ([q for _, qs in asked for q in qs], k), (fresh, k)]
+    # the searches run in the core with the GIL released, beside the scanner's Python
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        searched = pool.submit(lambda: [view.index.search_many(texts, n, view.perms) for texts, n in work])
+        poisoned, vague = list(checks.poisoned(view)), list(checks.vague(view))
+        near, reach, offered = searched.result()
+    found = [
+        *poisoned,
+        *checks.confusable(view, near),
+        *checks.unreachable(asked, reach, k),
+        *checks.misses(view, labelled, labels, iter(offered)),
+        *vague,
+        *checks.token_hogs(view, budget, k),
+        *checks.pins(view, labelled, labels, usage),
+    ]
+    return Checkup(len(view.tools), len(labelled), k, budget, tuple(found))
+
+
+def _index(catalog: Catalog | Iterable[Tool] | Index, index: Index | None) -> Index:
+    if isinstance(catalog, Index):
+        tools, index = Catalog(catalog.tool(i) for i in range(len(catalog))), index or catalog
+    else:
+        tools = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
+    if index is None:
+        return Index(tools)
+    if index.names != list(tools.names):
+        where = next((i for i, (a, b) in enumerate(zip(index.names, tools.names, strict=False)) if a != b), None)
+        at = f"at position {where} ({index.names[where]!r} in the index)" if where is not None else "in number"
+        raise InvalidParameterError(f"the index holds other tools than the catalog: they differ {at}")
+    return index

@@ -1,0 +1,136 @@
+"""Self-contained HTML pages: the doctor's checkup and the evaluation report.
+
+A page carries its styles inline and its charts as inline SVG drawn by matplotlib
+(``pip install 'toolsift[report]'``), so it opens offline, fetches nothing and runs no script.
+The same input gives the same bytes: SVG ids come from a fixed salt and are prefixed per chart,
+and no date is written.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import ToolsiftError
+
+if TYPE_CHECKING:
+    from .doctor import Checkup
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 72rem;
+       padding: 0 1rem; color: #1d2433; background: #fff; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
+p.lead { color: #4a5568; margin-top: 0; }
+table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: 13px; table-layout: fixed; }
+th, td { border-bottom: 1px solid #e2e8f0; padding: .35rem .5rem; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
+th { background: #f7fafc; font-weight: 600; } .num { text-align: right; font-variant-numeric: tabular-nums; }
+code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f1f5f9; padding: 0 .2rem;
+       display: inline-block; margin: 0 .2rem .15rem 0; }
+figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; }
+figcaption { color: #4a5568; font-size: 13px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(30rem, 1fr)); gap: 1rem; }
+.counts td { font-size: 15px; }
+"""
+
+
+def escape(value: object) -> str:
+    """Text for an HTML element or attribute."""
+    return html.escape(str(value), quote=True)
+
+
+def page(title: str, lead: str, body: Iterable[str]) -> str:
+    """A whole HTML document: ``title`` as its heading, a ``lead`` line, then ``body``'s parts."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f'<h1>{escape(title)}</h1><p class="lead">{escape(lead)}</p>',
+        *body,
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[object]], *, numeric: Sequence[int] = (), cls: str = "") -> str:
+    """An HTML table; the cells of the ``numeric`` columns are right-aligned. Cells are escaped,
+    except :class:`Markup` ones."""
+    out = [f'<table class="{cls}">' if cls else "<table>", "<thead><tr>"]
+    out += [f"<th{' class=num' if i in numeric else ''}>{escape(h)}</th>" for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        cells = (
+            f"<td{' class=num' if i in numeric else ''}>{c if isinstance(c, Markup) else escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+class Markup(str):
+    """HTML that :func:`table` inserts as is (already escaped)."""
+
+
+def codes(names: Iterable[str]) -> Markup:
+    """Tool names as ``<code>`` elements."""
+    return Markup(" ".join(f"<code>{escape(n)}</code>" for n in names))
+
+
+def new_figure(width: float, height: float) -> Any:
+    """A matplotlib ``Figure`` (no pyplot, no global figure state), or a
+    :class:`~toolsift.errors.ToolsiftError` saying how to install matplotlib."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ToolsiftError("the HTML report needs matplotlib: pip install 'toolsift[report]'") from None
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def svg(fig: Any, key: str) -> str:
+    """``fig`` as an inline ``<svg>`` element whose ids all start with ``key`` (unique per page)."""
+    from matplotlib import rc_context
+
+    buffer = io.StringIO()
+    with rc_context({"svg.hashsalt": "toolsift", "svg.fonttype": "none", "font.size": 10}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]
+    text = re.sub(r'id="([^"]+)"', rf'id="{key}-\1"', text)
+    return re.sub(r'(url\(#|href="#)([^")]+)', rf"\1{key}-\2", text)
+
+
+def figure(fig: Any, key: str, caption: str) -> str:
+    """A ``<figure>`` with the chart and its caption."""
+    return f'<figure id="{escape(key)}">{svg(fig, key)}<figcaption>{escape(caption)}</figcaption></figure>'
+
+
+_TITLES = {
+    "poisoned": "Poisoned or shadowing definitions",
+    "confusable": "Confusable tools",
+    "unreachable": "Unreachable tools",
+    "miss": "Misses",
+    "vague": "Vague descriptions",
+    "token_hog": "Token hogs",
+    "pin": "Pin suggestions",
+}
+
+
+def checkup_html(checkup: Checkup) -> str:
+    """The doctor's findings as a page: counts per kind, then a table per kind."""
+    counts = checkup.counts()
+    body = [table(["finding", "count"], ((_TITLES[k], n) for k, n in counts.items()), numeric=(1,), cls="counts")]
+    for kind, n in counts.items():
+        if not n:
+            continue
+        rows = ((codes(d.tools), d.why, d.fix) for d in checkup.of(kind))
+        body += [f'<h2 id="{kind}">{escape(_TITLES[kind])} ({n:,})</h2>', table(["tools", "why", "fix"], rows)]
+    lead = (
+        f"{checkup.tools:,} tools, {checkup.queries:,} requests; shortlist k={checkup.k}, "
+        f"budget {checkup.budget_tokens:,} tokens"
+    )
+    return page("toolsift doctor", lead, body)
