@@ -11,7 +11,7 @@ import pytest
 import toolsift as ts
 from toolsift.cli import main
 from toolsift.errors import CatalogFormatError
-from toolsift.eval import evaluate, load_files, load_gateway_log, score_query, toolsift_system
+from toolsift.eval import LabelledQuery, evaluate, load_files, load_gateway_log, score_query, toolsift_system
 from toolsift.eval.metrics import complete_at, ndcg_at, recall_at, reciprocal_rank
 
 
@@ -59,6 +59,17 @@ def test_the_runner_scores_a_labelled_pair_of_files(labelled: tuple[Path, Path])
     assert data.categories() == ["a", "b", "all"]
     assert result.overall["R@10"] == 1.0 and result.by_category["a"]["R@1"] == 1.0
     assert result.selection["recall"] == 1.0 and result.latency_us["p50"] > 0
+
+
+def test_the_runner_keeps_a_recall_curve_and_the_misses_of_the_shortlist(labelled: tuple[Path, Path]) -> None:
+    data = load_files(*labelled)
+    rows = [*data.queries, LabelledQuery("4", "translate this poem", ("send_email",))]
+    data.queries = rows
+    result = evaluate(toolsift_system(data), data)
+    curve = result.recall_curve
+    assert len(curve) == 20 and curve == sorted(curve)
+    assert [curve[0], curve[4], curve[9]] == pytest.approx([result.overall[m] for m in ("R@1", "R@5", "R@10")])
+    assert [(m["id"], m["missing"], m["offered"]) for m in result.misses] == [("4", ["send_email"], [])]
 
 
 def test_queries_naming_unknown_tools_are_refused(labelled: tuple[Path, Path], tmp_path: Path) -> None:

@@ -199,6 +199,13 @@ def evaluate(args: argparse.Namespace) -> int:
     print(ev.markdown(results, dataset))
     if args.json:
         Path(args.json).write_text(ev.to_json(results, dataset), encoding="utf-8")
+    if args.report:
+        from .eval.report import html_report, token_curve
+
+        with _progress("Token curve"):
+            curve = token_curve(dataset, args.budget)
+        Path(args.report).write_text(html_report(results, dataset, curve), encoding="utf-8")
+        print(f"report: {args.report}", file=sys.stderr)
     return 0
 
 
@@ -347,6 +354,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--budget", type=int, default=2000, help="token budget for the selection figures (default 2000)")
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    e.add_argument("--report", metavar="FILE", help="also write an HTML report with charts (needs matplotlib)")
     e.set_defaults(run=evaluate)
     r = sub.add_parser("doctor", help="what to fix in a catalog: confusable, unreachable, vague tools, misses, pins")
     r.add_argument("catalog", nargs="?", help="catalog file (any shape `search` reads) or saved index")

@@ -100,6 +100,7 @@ def svg(fig: Any, key: str) -> str:
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     text = text[text.index("<svg") :]
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)  # names matplotlib's version
     text = re.sub(r'id="([^"]+)"', rf'id="{key}-\1"', text)
     return re.sub(r'(url\(#|href="#)([^")]+)', rf"\1{key}-\2", text)
 

@@ -11,11 +11,18 @@ from typing import Any
 import numpy as np
 
 from .datasets import Dataset
-from .metrics import METRICS, score_query
+from .metrics import METRICS, recall_at, score_query
 from .systems import System
 
 DEPTH = 100
 """How many results each system returns per query (MRR looks this deep)."""
+
+CURVE_DEPTH = 20
+"""Recall@k is kept for every k up to this, for the report's curves."""
+
+SHORTLIST = 5
+"""A query whose needed tools are not all in this many first results is a miss (``tool_search``'s
+default limit)."""
 
 
 @dataclass
@@ -28,6 +35,11 @@ class Result:
     latency_us: dict[str, float]
     selection: dict[str, float] = field(default_factory=dict)
     """Budgeted selection figures (toolsift only): tokens per turn and recall within it."""
+    recall_curve: list[float] = field(default_factory=list)
+    """Mean Recall@k for k = 1 .. :data:`CURVE_DEPTH`."""
+    misses: list[dict[str, Any]] = field(default_factory=list)
+    """Queries whose needed tools were not all in the first :data:`SHORTLIST`: ``{"id", "query",
+    "category", "needed", "missing", "offered"}`` (labels), in dataset order."""
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -42,7 +54,7 @@ def evaluate(
     progress: Callable[[int, int], None] | None = None,
 ) -> Result:
     """Ranks every query of ``dataset`` with ``system`` and scores the rankings."""
-    rows, times, cats = [], [], []
+    rows, times, cats, curve, misses = [], [], [], np.zeros(CURVE_DEPTH), []
     for i, q in enumerate(dataset.queries):
         t0 = time.perf_counter_ns()
         ranked = system.rank(q, DEPTH)
@@ -50,11 +62,27 @@ def evaluate(
         ranked = [dataset.label(name) for name in ranked]
         rows.append(score_query(ranked, q.relevant))
         cats.append(q.category)
+        curve += [recall_at(ranked, q.relevant, k) for k in range(1, CURVE_DEPTH + 1)]
+        missing = [r for r in q.relevant if r not in ranked[:SHORTLIST]]
+        if missing:
+            offered = list(dict.fromkeys(ranked[:SHORTLIST]))
+            misses.append(
+                {
+                    "id": q.id,
+                    "query": q.text,
+                    "category": q.category,
+                    "needed": list(q.relevant),
+                    "missing": missing,
+                    "offered": offered,
+                }
+            )
         if progress:
             progress(i + 1, len(dataset.queries))
     by_category = {c: _mean([r for r, rc in zip(rows, cats, strict=True) if rc == c]) for c in dataset.categories()}
     latency = {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99))} if times else {}
     result = Result(system.name, _mean(rows), by_category, latency)
+    result.recall_curve = [float(v) for v in curve / max(len(dataset.queries), 1)]
+    result.misses = misses
     if budget is not None and system.index is not None:
         result.selection = _selection(system, dataset, budget)
     return result
