@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolsift as ts
 from toolsift.errors import InvalidParameterError, PoisonedToolError
@@ -182,3 +184,53 @@ def test_selectors_and_joiners_outside_an_emoji_sequence_are_flagged(text: str) 
 def test_a_name_holding_an_invisible_or_combining_character_is_flagged(name: str) -> None:
     found = [f for f in scan([ts.Tool(name, "Get the weather.")]) if f.kind == "hidden_unicode"]
     assert [(f.tool, f.field) for f in found] == [(name, "name")]
+
+
+_WORDS = [
+    "ignore",
+    "all",
+    "previous",
+    "instructions",
+    "<important>",
+    "do",
+    "not",
+    "tell",
+    "the",
+    "user",
+    "system",
+    "prompt",
+    "you",
+    "are",
+    "now",
+]
+_WORDS += [
+    "send",
+    "upload",
+    "the",
+    "credentials",
+    "api",
+    "keys",
+    "~/.ssh",
+    "id_rsa",
+    ".env",
+    "mcp.json",
+    "/etc/passwd",
+    "before",
+    "using",
+    "any",
+    "tool",
+]
+
+
+@given(st.lists(st.tuples(st.sampled_from(_WORDS), st.booleans(), st.sampled_from([" ", "  ", "\n", "/", "'"]))))
+def test_ascii_text_is_matched_as_the_case_insensitive_patterns_match_it(parts: list[tuple[str, bool, str]]) -> None:
+    from toolsift import scan as scanner
+
+    text = "".join((w.upper() if up else w) + sep for w, up, sep in parts)
+    expected = []
+    for kind, patterns in (("instruction", scanner._INSTRUCTION), ("sensitive_path", scanner._SENSITIVE)):
+        m = next((m for p in patterns if (m := p.search(text))), None)
+        if m:
+            detail = m.group(0)[:80] if kind == "instruction" else m.group(0).strip()[:80]
+            expected.append((kind, detail))
+    assert [f for f in scanner._text_findings(text) if f[0] != "hidden_unicode"] == expected
