@@ -269,8 +269,8 @@ def _print_checkup(checkup: Any, limit: int) -> None:
             continue
         from rich.table import Table
 
-        fixes = {d.fix for d in shown}
-        common = f"\nfix: {shown[0].fix}" if len(fixes) == 1 else ""
+        fixes = {d.fix for d in checkup.of(kind)}
+        common = f"\nfix: {fixes.pop()}" if len(fixes) == 1 else ""
         table = Table(title=f"{kind}: {n:,}{more}{common}", show_lines=True, title_justify="left")
         table.add_column("tools", ratio=2, overflow="fold")
         table.add_column("why", ratio=3)
