@@ -52,3 +52,14 @@ def test_readme_gateway_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None
     config = parse(tomllib.loads(block.group(1)), "README")
     assert [s.name for s in config.servers] == ["files", "weather"]
     assert config.caller_for_token("ops-secret-22").admin  # type: ignore[union-attr]
+
+
+def test_readme_doctor_example_runs_after_the_quickstart() -> None:
+    text = README.read_text(encoding="utf-8")
+    quick = re.search(r"## Quickstart\n\n```python\n(.*?)```", text, re.S)
+    section = text.split("## Doctor", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert quick and len(blocks) == 1
+    namespace: dict[str, object] = {}
+    exec(compile(quick.group(1) + blocks[0], str(README), "exec"), namespace)
+    assert namespace["miss"].fix.endswith("parcel")  # type: ignore[attr-defined]
