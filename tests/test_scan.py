@@ -234,3 +234,17 @@ def test_ascii_text_is_matched_as_the_case_insensitive_patterns_match_it(parts: 
             detail = m.group(0)[:80] if kind == "instruction" else m.group(0).strip()[:80]
             expected.append((kind, detail))
     assert [f for f in scanner._text_findings(text) if f[0] != "hidden_unicode"] == expected
+
+
+def test_every_ascii_character_in_a_name_is_judged_as_the_general_path_judges_it() -> None:
+    import unicodedata
+
+    from toolsift import scan as scanner
+
+    for c in map(chr, range(128)):
+        name = f"ab{c}cd"
+        hidden = (ch for ch in name if scanner._is_hidden(ch) or unicodedata.category(ch).startswith("M"))
+        first = next((f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}" for ch in hidden), None)
+        assert scanner._hidden_in_name(name) == first, repr(c)
+        assert scanner._scripts(name) == {unicodedata.name(x, "?").split()[0] for x in name if x.isalpha()}
+        assert scanner.skeleton(name) == scanner.skeleton(name + "\u00ad")  # the general path: same

@@ -169,6 +169,9 @@ def _hidden(text: str) -> str | None:
 
 
 def _hidden_in_name(name: str) -> str | None:
+    if name.isascii():  # no ASCII character is a mark: only control characters can hide there
+        m = _ASCII_HIDDEN.search(name)
+        return None if m is None else f"U+{ord(m.group()):04X} {unicodedata.name(m.group(), 'unnamed')}"
     for ch in name:
         if _is_hidden(ch) or unicodedata.category(ch).startswith("M"):
             return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}"
@@ -178,13 +181,18 @@ def _hidden_in_name(name: str) -> str | None:
 def skeleton(name: str) -> str:
     """A name reduced so that look-alikes meet: case folded, compatibility-decomposed (NFKD) with
     combining marks and default-ignorable characters dropped, homoglyphs and separators."""
-    decomposed = unicodedata.normalize("NFKD", name.casefold())
-    bare = "".join(c for c in decomposed if c not in _IGNORABLE and unicodedata.category(c) != "Mn")
+    if name.isascii():  # NFKD changes no ASCII, and ASCII has no mark or ignorable character
+        bare = name.lower()
+    else:
+        decomposed = unicodedata.normalize("NFKD", name.casefold())
+        bare = "".join(c for c in decomposed if c not in _IGNORABLE and unicodedata.category(c) != "Mn")
     folded = bare.translate(_HOMOGLYPHS)
     return re.sub(r"[\s_\-.:/]+", "", folded.replace("rn", "m").replace("vv", "w"))
 
 
 def _scripts(name: str) -> set[str]:
+    if name.isascii():  # every ASCII letter is LATIN
+        return {"LATIN"} if any(c.isalpha() for c in name) else set()
     return {unicodedata.name(c, "?").split()[0] for c in name if c.isalpha()}
 
 
