@@ -206,6 +206,13 @@ def test_the_command_reads_labelled_requests_and_checks_one_callers_tools(
     assert "miss: 1" in out and "forecast" in out and "order_lookup" not in out
 
 
+def test_the_command_says_so_when_there_is_nothing_to_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "clean.jsonl"
+    ts.Catalog(CLEAN).save(path)
+    assert main(["doctor", str(path)]) == 0
+    assert capsys.readouterr().out == "6 tools, 0 requests: no findings\n"
+
+
 def test_the_command_names_the_bad_file(catalog_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "other.tsidx"
     ts.Index(CLEAN).save(other)

@@ -253,14 +253,14 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 
 def _print_checkup(checkup: Any, limit: int) -> None:
-    """The findings per kind, ``limit`` rows each, as rich tables (plain lines without rich)."""
+    """The first ``limit`` findings of each kind as rich tables (plain lines without rich), then
+    one line counting every kind."""
     console = _console()
     counts = {kind: n for kind, n in checkup.counts().items() if n}
-    if not counts:
-        print(f"no findings in {checkup.tools:,} tools")
-        return
     for kind, n in counts.items():
         shown = checkup.of(kind)[:limit]
+        if not shown:
+            continue
         more = f" (first {len(shown)})" if n > len(shown) else ""
         if console is None:
             print(f"{kind}: {n:,}{more}")
@@ -279,6 +279,8 @@ def _print_checkup(checkup: Any, limit: int) -> None:
         for d in shown:
             table.add_row("\n".join(d.tools), d.why, *([] if common else [d.fix]))
         console.print(table)
+    found = ", ".join(f"{n:,} {kind}" for kind, n in counts.items()) or "no findings"
+    print(f"{checkup.tools:,} tools, {checkup.queries:,} requests: {found}")
 
 
 def serve(args: argparse.Namespace) -> int:
