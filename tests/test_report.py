@@ -101,3 +101,5 @@ def test_the_doctor_page_renders_every_kind_found(browser: Any, tmp_path: Path) 
         "Vague descriptions",
     ]
     assert page.locator("#confusable + table tbody tr").count() > 100
+    page.locator("table.counts a", has_text="Vague descriptions").click()  # the counts link to their tables
+    assert page.evaluate("location.hash") == "#vague"

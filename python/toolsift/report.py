@@ -124,7 +124,8 @@ _TITLES = {
 def checkup_html(checkup: Checkup) -> str:
     """The doctor's findings as a page: counts per kind, then a table per kind."""
     counts = checkup.counts()
-    body = [table(["finding", "count"], ((_TITLES[k], n) for k, n in counts.items()), numeric=(1,), cls="counts")]
+    titles = ((Markup(f'<a href="#{k}">{escape(_TITLES[k])}</a>') if n else _TITLES[k], n) for k, n in counts.items())
+    body = [table(["finding", "count"], titles, numeric=(1,), cls="counts")]
     for kind, n in counts.items():
         if not n:
             continue
