@@ -40,7 +40,7 @@ def row(data: Dataset, pooled: ts.Index, offered: ts.Index) -> dict[str, float]:
         scores.append(score_query(ranked, set(q.relevant)))
     answered, refused = [], {c: [] for c in BFCL_IRRELEVANCE}
     for q in data.queries:
-        caller = [f"use:{name}" for name in q.offered]
+        caller = [f"use:{name}" for name in q.available]
         got = {data.label(h.tool.name) for h in offered.search(q.text, k=10, caller=caller)}
         if q.relevant:
             answered.append(bool(got & set(q.relevant)))

@@ -55,10 +55,10 @@ class LabelledQuery:
     category: str = "all"
     history: tuple[str, ...] = ()
     """Earlier user turns of the conversation, oldest first (may be empty)."""
-    offered: tuple[str, ...] = ()
-    """The tools the dataset offered with the request, where it says (BFCL gives each request
-    a few functions; for its irrelevance categories none of them fits and ``relevant`` is
-    empty)."""
+    available: tuple[str, ...] = ()
+    """The tools the dataset makes available with the request, where it says (BFCL gives each
+    request a few functions; for its irrelevance categories none of them fits and ``relevant``
+    is empty)."""
     offered: tuple[str, ...] | None = None
     """The tools the request was offered at the time, best first, where a log recorded them
     (``None``: not recorded)."""
@@ -207,7 +207,7 @@ def load_bfcl(categories: Iterable[str] = BFCL_SINGLE_TURN) -> Dataset:
                     continue
                 needed = dict.fromkeys(name for call in answers[item["id"]] for name in call)
                 text = _user_text(item["question"])
-                queries.append(LabelledQuery(item["id"], text, tuple(needed), category, offered=offered))
+                queries.append(LabelledQuery(item["id"], text, tuple(needed), category, available=offered))
         docs = sorted(n for n in z.namelist() if n.startswith("bfcl_eval/data/multi_turn_func_doc/"))
         for doc in docs:
             for fn in _jsonl(z, doc.removeprefix("bfcl_eval/data/")):
@@ -215,6 +215,6 @@ def load_bfcl(categories: Iterable[str] = BFCL_SINGLE_TURN) -> Dataset:
         for category in (c for c in BFCL_IRRELEVANCE if c in categories):
             for item in _jsonl(z, f"BFCL_v4_{category}.json"):
                 offered = tuple(pool.add(fn) for fn in item["function"])
-                queries.append(LabelledQuery(item["id"], _user_text(item["question"]), (), category, offered=offered))
+                queries.append(LabelledQuery(item["id"], _user_text(item["question"]), (), category, available=offered))
     labels = {t.name: t.name.split("#")[0] for t in pool.tools if "#" in t.name}
     return Dataset("bfcl", Catalog(pool.tools), queries, labels)
