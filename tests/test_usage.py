@@ -145,6 +145,8 @@ def test_calls_recorded_while_redis_is_down_are_written_once_it_is_back(tmp_path
     assert store.flush() and store.available and store.queued == 0
     assert other.score("ann", "x") == pytest.approx(12)  # every replica sees every call
     server.stop()
+
+
 def test_reach_counts_the_users_each_tool_counts_for_after_warmup() -> None:
     store = ts.UsageStore(warmup=2)
     for user, tool in [("ann", "a"), ("ann", "a"), ("bob", "a"), ("bob", "a"), ("bob", "b"), ("cy", "b")]:
