@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,19 +29,8 @@ def support() -> ts.Index:
 @pytest.fixture(scope="module")
 def weather_url() -> Iterator[str]:
     """The weather upstream (official SDK, streamable HTTP) on a free loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = Path(__file__).parent / "mcp_servers" / "weather_server.py"
-    proc = subprocess.Popen([sys.executable, str(server), "--port", str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
+    proc, url = serve_http("weather_server.py")
+    yield url
     proc.terminate()
     proc.wait(10)
 

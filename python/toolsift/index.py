@@ -785,23 +785,23 @@ class Index:
             packed = self._core_select("", perms, tokens, cap, scope)  # the core tools only
         return Selection(self, packed, budget)
 
-    def _compound(self, queries: Sequence[str | Query]) -> bool:
-        """True when intent ranking is on and a query of the batch has several clauses."""
+    def _batchable(self, queries: Sequence[str | Query]) -> bool:
+        """True when one call into the core answers the batch as :meth:`search` and
+        :meth:`select` would answer each query: lexical, shared statistics, no gate, and no query
+        of several intents."""
+        if self._dense is not None or self._rerank is not None or self._statistics == "caller":
+            return False
+        if self._min_evidence is not None:
+            return False
         try:
-            return self._intents and any(len(clauses(q)) >= 2 for q in queries)
+            return not (self._intents and any(len(clauses(q)) >= 2 for q in queries))
         except (TypeError, ValueError):
-            return False  # the batch path says what is wrong with the query
+            return True  # the batch path says what is wrong with the query
 
     def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
         k, perms = _count("k", k), _caller(caller)
-        if (
-            self._dense is not None
-            or self._rerank is not None
-            or self._statistics == "caller"
-            or self._min_evidence is not None
-            or self._compound(queries)
-        ):
+        if not self._batchable(queries):
             return [self.search(q, k, perms.names) for q in queries]
         try:
             batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
@@ -817,13 +817,7 @@ class Index:
         tokens = UNLIMITED if budget is None else _count("budget", budget)
         cap = None if k is None else _count("k", k)
         perms = _caller(caller)
-        if (
-            self._dense is not None
-            or self._rerank is not None
-            or self._statistics == "caller"
-            or self._min_evidence is not None
-            or self._compound(queries)
-        ):
+        if not self._batchable(queries):
             return [self.select(q, perms.names, budget, k=k) for q in queries]
         try:
             batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
