@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway_support import ALICE, BOB, ROOT, SERVERS
+from gateway_support import SERVERS, upstreams
 from redis_support import free_port
 
 VISIBLE_WITHIN_S = 2.0  # the issue's bound for a change to reach every replica
@@ -29,30 +29,7 @@ debounce = 0.05
 redis = {json.dumps(redis_url)}
 lock_ttl = 1.0
 
-[servers.files]
-url = {json.dumps(files_url)}
-pinned = ["read_file"]
-
-[servers.weather]
-url = {json.dumps(weather_url)}
-
-[[rules]]
-destructive = true
-require = ["admin"]
-
-[callers.alice]
-token = "{ALICE}"
-permissions = ["files", "weather"]
-
-[callers.bob]
-token = "{BOB}"
-permissions = ["weather"]
-
-[callers.root]
-token = "{ROOT}"
-permissions = ["files", "weather", "admin"]
-admin = true
-"""
+{upstreams(f"url = {json.dumps(files_url)}", weather_url)}"""
 
 
 def serve_http(script: str) -> tuple[subprocess.Popen[bytes], str]:

@@ -32,15 +32,21 @@ def free_port() -> int:
 
 def config_text(weather_url: str, tmp_path: Path, **gateway: Any) -> str:
     extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in gateway.items())
+    files = f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVERS / 'files_server.py'))}]"
     return f"""
 [gateway]
 port = 0
 log = {json.dumps(str(tmp_path / "gateway.jsonl"))}
 debounce = 0.05
 {extra}
-[servers.files]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(SERVERS / "files_server.py"))}]
+{upstreams(files, weather_url)}"""
+
+
+def upstreams(files: str, weather_url: str) -> str:
+    """The two upstreams (``files`` gives how to reach the files server), the destructive rule
+    and the three callers every gateway test configures."""
+    return f"""[servers.files]
+{files}
 pinned = ["read_file"]
 
 [servers.weather]
