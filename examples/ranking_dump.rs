@@ -12,6 +12,7 @@
 //! core count, used tokens, dropped tools, `core_over_budget` and `complete`. Sizes up to 50,000
 //! tools, both permission layouts, callers holding all, half, one or no permissions, a caller
 //! narrowed to a scope, weighted queries, budgets from 0 to unlimited, with and without a cap.
+//! Each catalog's header line has its index's `memory_bytes` and a checksum of its snapshot.
 //! The last line is a checksum of the rest. `--quick` skips the 50k catalogs.
 
 mod common;
@@ -24,6 +25,13 @@ use toolsift::DocId;
 
 const BUDGETS: [u64; 7] = [0, 150, 600, 1_500, 4_000, 20_000, u64::MAX];
 const CAPS: [Option<usize>; 3] = [None, Some(3), Some(40)];
+
+/// FNV-1a, 64 bits.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,12 +48,16 @@ fn main() {
         for layout in [Layout::Grouped, Layout::Turns] {
             let cat = catalog(n, layout, 0x5eed ^ n as u64);
             let idx = build(&cat);
+            let bytes = idx.to_bytes();
             let _ = writeln!(
                 out,
-                "# {} terms={} postings={}",
+                "# {} terms={} postings={} memory={} snapshot={} bytes fnv1a {:016x}",
                 cat.name,
                 idx.num_terms(),
-                idx.num_postings()
+                idx.num_postings(),
+                idx.memory_bytes(),
+                bytes.len(),
+                fnv(&bytes)
             );
             let mut masks: Vec<(String, toolsift::CallerMask)> = callers(&cat)
                 .into_iter()

@@ -110,6 +110,67 @@ impl Packer {
     }
 }
 
+/// The non-core tools of a catalog by cost, as the rounds of a selection use them: computed
+/// when the index is assembled (and checked against a snapshot's stored summary).
+#[derive(Debug, Clone)]
+pub struct CostOrder {
+    /// The smallest cost of a non-core tool (`u64::MAX` when there is none): once less budget
+    /// is left, packing can stop.
+    pub min_cost: u64,
+    /// The mean cost of a non-core tool, to size the rounds of a selection.
+    pub mean_cost: u64,
+    /// Non-core tools by ascending cost (ties: registry order): the few that still fit late in
+    /// a selection are scored directly.
+    docs: Vec<DocId>,
+    /// The cost of each tool of `docs`, ascending.
+    costs: Vec<u32>,
+}
+
+impl CostOrder {
+    /// The order of the tools whose `is_core` flag is false, by `costs`.
+    pub fn new(costs: &[u32], is_core: &[bool]) -> Self {
+        let mut docs: Vec<DocId> = (0..costs.len() as DocId)
+            .filter(|&d| !is_core[d as usize])
+            .collect();
+        docs.sort_by_key(|&d| costs[d as usize]);
+        let count = docs.len() as u64;
+        let min_cost = docs
+            .first()
+            .map_or(u64::MAX, |&d| u64::from(costs[d as usize]));
+        let total: u64 = docs.iter().map(|&d| u64::from(costs[d as usize])).sum();
+        let sorted = docs.iter().map(|&d| costs[d as usize]).collect();
+        CostOrder {
+            min_cost,
+            mean_cost: total / count.max(1),
+            docs,
+            costs: sorted,
+        }
+    }
+
+    /// The non-core tools costing at most `limit` tokens, cheapest first.
+    pub fn at_most(&self, limit: u64) -> &[DocId] {
+        &self.docs[..self.costs.partition_point(|&c| u64::from(c) <= limit)]
+    }
+
+    /// How many candidates a round of a selection over `num_docs` tools asks for: enough tools
+    /// of mean cost to fill `budget_tokens` (or the cap), and two more. Little slack is
+    /// cheaper: the depth a ranking must reach drives its cost, and a round that comes up short
+    /// is followed by one that continues from the same scoring state (the botocore and Zipf 10k
+    /// workloads of `benches/`: 9–12 % fewer instructions than with half as many again plus 8;
+    /// the selection is the same for any depth).
+    pub fn round_k(&self, budget_tokens: u64, max_taken: Option<usize>, num_docs: usize) -> usize {
+        let fill = (budget_tokens / self.mean_cost.max(1)).min(num_docs as u64) as usize;
+        let want = max_taken.map_or(fill, |m| m.min(fill));
+        (want + 2).min(num_docs.max(1))
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.docs.capacity() * std::mem::size_of::<DocId>()
+            + self.costs.capacity() * std::mem::size_of::<u32>()
+    }
+}
+
 /// Packs `core` then `ranked` (best first) into `budget` tokens; `max_taken` caps the candidates.
 /// `min_cost` is a lower bound on any candidate's cost: packing stops once less budget is left.
 pub fn pack(

@@ -1,60 +1,24 @@
 //! The index: tools in, ranked and budgeted selections out.
 //!
-//! [`IndexBuilder`] takes tools in registry order, each as text fields (scored with BM25F, see
-//! [`crate::bm25`]), the permissions it requires, its token cost and its core flag, and builds an
-//! immutable [`Index`]. A query is scored term at a time over the postings of its tokens, and **a
-//! posting of a tool the caller may not use gets weight 0 before any score is computed**: such a
-//! tool never gets a score and is never ranked, counted toward the budget or returned. Corpus statistics (N, document
-//! frequencies, average field lengths) are those of the whole catalog.
+//! [`IndexBuilder`] (in `builder.rs`) takes tools in registry order and builds an immutable
+//! [`Index`]. A query is scored term at a time over the postings of its tokens (see
+//! [`crate::ranking`]), and **a posting of a tool the caller may not use gets weight 0 before any
+//! score is computed**: such a tool never gets a score and is never ranked, counted toward the
+//! budget or returned. Corpus statistics (N, document frequencies, average field lengths) are
+//! those of the whole catalog. [`Index::score`] is the exhaustive reference every fast path is
+//! tested against.
 
 use crate::bm25::{idf, Bm25Params, MAX_WEIGHT};
-use crate::budget::{pack, Packer, Packing};
-use crate::error::{Error, Result};
+use crate::budget::{pack, CostOrder, Packer, Packing};
+use crate::builder::DocTerms;
+pub use crate::builder::{DocInput, IndexBuilder};
 use crate::permissions::{CallerMask, PermissionTable};
-use crate::postings::{member_bits, DocId, Postings, PostingsBuilder};
-use crate::taat::{self, Ranked, Term};
+use crate::postings::{Acceleration, DocId, Postings};
+pub use crate::ranking::tuning::{PREFIX_MAX_SHARE, PREFIX_MIN_LIMIT};
+use crate::ranking::{self, selection, Term, Tuning};
 use crate::tokenizer::Tokenizer;
 use crate::topk::Hit;
 use crate::vocab::{TermId, Vocab};
-
-/// How many of a round's ranked tools, beyond those it offered, a selection keeps for its later
-/// rounds (the best of them). A ranking can hold thousands; a later round filters what is kept
-/// by its cost limit and by what was examined, and wants a few: aws-100k `Index.select` spent
-/// 4 µs of 65 filtering thousands (timed per phase, /tmp build), 0.2 µs with 64 kept, with no
-/// more rounds ranking again. Selections do not depend on it: the tests keep 2, so that the
-/// small catalogs of the property tests leave tools out too.
-const POOL_DEPTH: usize = if cfg!(test) { 2 } else { 64 };
-
-/// A term's tools come in runs (see [`Term::runs`]) when fewer than one in this many of its
-/// postings follows a tool that requires other permissions than its own. A caller holding half
-/// the permissions sees the mask change at about half of those places, where a walk that branches
-/// on the mask mispredicts. `Index::select` in one process, alternating pass by pass with the
-/// branch-free walk for every list (/tmp example, 400 passes of the 20 queries, twice): aws-100k
-/// 8 % faster at 2 and at 3, 4 % at 6 (on the botocore lists the mask changes at 7.7 % of the
-/// postings); branching on every list made zipf-100k 30 % slower (its tools take turns between
-/// permission groups: the mask changes at 77 %), and at 2 all of its lists are walked
-/// branch-free, its time unchanged.
-const RUN_CHANGES: usize = 2;
-
-/// A term in at least one tool in this many gets member bits (see
-/// [`crate::postings::member_bits`]): a probe in its list is then a lookup per tool instead of a
-/// search or a step through the list. The bits take a quarter of a byte per tool of the catalog
-/// per such term, at most 80 % of what its postings take (2.9 MB at aws-100k, 14 % of its
-/// postings). `Index::select` in one process, alternating pass by pass with probes that search
-/// (/tmp example, 400 passes of the 20 queries, twice), mean time per selection: at 16, aws-100k
-/// -12 %, zipf-100k -28 %, zipf-10k -21 %, aws-10k -6 %; at 32, zipf-100k 3 % less again and
-/// aws-100k the same, for twice the bits. (A byte per tool holding the list's levels, as fast a
-/// lookup at 7.5 times the memory: at 4, aws-100k -2.5 % and zipf-100k -19 to -25 %; at 8, -12 %
-/// and -30 %.)
-const MEMBERS_FROM: usize = 16;
-
-/// A prefix term (see [`crate::tokenizer::prefix_term`]) found in more than this share of the
-/// catalog's tools, and in more than [`PREFIX_MIN_LIMIT`] tools, gets no postings.
-pub const PREFIX_MAX_SHARE: f64 = 0.02;
-
-/// Prefix terms in at most this many tools always keep their postings (a list that short costs
-/// a query next to nothing, and in a small catalog a prefix in a few tools is still evidence).
-pub const PREFIX_MIN_LIMIT: usize = 500;
 
 /// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). A term counts
 /// once, with the largest weight of the pieces it occurs in, so older context can count less than
@@ -69,295 +33,6 @@ impl<'a> From<&'a str> for Query<'a> {
     }
 }
 
-/// One tool as the builder sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct DocInput<'a> {
-    /// Text of each field, in the order of [`Bm25Params::fields`].
-    pub fields: &'a [&'a str],
-    /// Permissions the tool requires; empty for a public tool.
-    pub perms: &'a [&'a str],
-    /// Tokens its definition costs in a prompt.
-    pub cost_tokens: u32,
-    /// Always selected when the caller may use it.
-    pub core: bool,
-}
-
-/// Builds an [`Index`] from tools added in registry order.
-#[derive(Debug)]
-pub struct IndexBuilder {
-    params: Bm25Params,
-    vocab: Vocab,
-    /// `(term, field, count)` of every tool, flat; tool `d` owns `counts[ends[d-1]..ends[d]]`.
-    counts: Vec<(TermId, u16, f32)>,
-    ends: Vec<usize>,
-    /// Field lengths in tokens, `fields.len()` per tool.
-    lens: Vec<f32>,
-    costs: Vec<u32>,
-    core: Vec<DocId>,
-    perms: PermissionTable,
-    tokenizer: Tokenizer,
-    /// Per term, where in `counts` its entry for the field being added is (an older position,
-    /// or `usize::MAX`, when the field has not had the term yet).
-    seen: Vec<usize>,
-}
-
-impl IndexBuilder {
-    /// A builder scoring with `params` (one entry per field).
-    pub fn new(params: Bm25Params) -> Result<Self> {
-        params.validate()?;
-        if params.fields.len() > usize::from(u16::MAX) {
-            return Err(Error::InvalidParameter {
-                name: "fields",
-                reason: "too many fields".into(),
-            });
-        }
-        Ok(IndexBuilder {
-            params,
-            vocab: Vocab::default(),
-            counts: Vec::new(),
-            ends: Vec::new(),
-            lens: Vec::new(),
-            costs: Vec::new(),
-            core: Vec::new(),
-            perms: PermissionTable::default(),
-            tokenizer: Tokenizer::default(),
-            seen: Vec::new(),
-        })
-    }
-
-    /// Adds the next tool and returns its registry position.
-    pub fn add(&mut self, doc: &DocInput<'_>) -> Result<DocId> {
-        let expected = self.params.fields.len();
-        if doc.fields.len() != expected {
-            return Err(Error::LengthMismatch {
-                field: "fields",
-                expected,
-                got: doc.fields.len(),
-            });
-        }
-        let id = DocId::try_from(self.ends.len()).map_err(|_| Error::TooManyTools {
-            max: DocId::MAX as usize,
-        })?;
-        let Self {
-            params,
-            vocab,
-            counts,
-            lens,
-            tokenizer,
-            seen,
-            ..
-        } = self;
-        let prefixes = params.prefix_weight > 0.0;
-        for (f, text) in doc.fields.iter().enumerate() {
-            let start = counts.len(); // this field's entries begin here
-            let mut len = 0f32;
-            if params.fields[f].weight > 0.0 {
-                let mut count = |term: TermId| {
-                    let term = term as usize;
-                    if seen.len() <= term {
-                        seen.resize(term + 1, usize::MAX);
-                    }
-                    let at = seen[term];
-                    if at == usize::MAX || at < start {
-                        seen[term] = counts.len();
-                        counts.push((term as TermId, f as u16, 1.0));
-                    } else {
-                        counts[at].2 += 1.0;
-                    }
-                };
-                tokenizer.for_each_word(text, &mut |word, to_stem| {
-                    let terms = vocab.intern_word(word, to_stem, prefixes);
-                    len += 1.0; // a prefix term is not a word of its own
-                    count(terms.term);
-                    if let Some(prefix) = terms.prefix {
-                        count(prefix);
-                    }
-                });
-            }
-            lens.push(len);
-        }
-        self.ends.push(self.counts.len());
-        self.costs.push(doc.cost_tokens);
-        self.perms.push_doc(doc.perms);
-        if doc.core {
-            self.core.push(id);
-        }
-        Ok(id)
-    }
-
-    /// Mean length of each field over the catalog.
-    fn average_lengths(&self) -> Vec<f32> {
-        let nf = self.params.fields.len();
-        let n = self.ends.len().max(1) as f32;
-        (0..nf)
-            .map(|f| self.lens.iter().skip(f).step_by(nf.max(1)).sum::<f32>() / n)
-            .collect()
-    }
-
-    /// The number of tools each term will have postings in: its document frequency, or 0 for a
-    /// prefix term found in more than [`PREFIX_MAX_SHARE`] of the tools (and more than
-    /// [`PREFIX_MIN_LIMIT`]): such a prefix joins too many unrelated words to be much evidence,
-    /// and would cost every query that has it a long list, so it gets no postings.
-    fn posted_frequencies(&self) -> Vec<usize> {
-        let mut df = vec![0usize; self.vocab.len()];
-        let mut last = vec![usize::MAX; self.vocab.len()];
-        let mut start = 0;
-        for (d, &end) in self.ends.iter().enumerate() {
-            for &(term, _, _) in &self.counts[start..end] {
-                let t = term as usize;
-                if last[t] != d {
-                    last[t] = d;
-                    df[t] += 1;
-                }
-            }
-            start = end;
-        }
-        let limit = (PREFIX_MAX_SHARE * self.ends.len() as f64).max(PREFIX_MIN_LIMIT as f64);
-        for (t, term) in self.vocab.terms().iter().enumerate() {
-            if term.starts_with('^') && df[t] as f64 > limit {
-                df[t] = 0;
-            }
-        }
-        df
-    }
-
-    /// Freezes the builder into an immutable index.
-    pub fn build(self) -> Index {
-        self.finish(false)
-    }
-
-    /// Like [`IndexBuilder::build`], the index keeping every tool's term counts so that
-    /// [`Index::subset`] can build an index of some of its tools without tokenizing them again.
-    pub fn build_with_terms(self) -> Index {
-        self.finish(true)
-    }
-
-    fn finish(self, keep_terms: bool) -> Index {
-        let postings = self.postings();
-        let nf = self.params.fields.len();
-        let terms = keep_terms.then(|| DocTerms::new(&self.counts, &self.ends, self.lens, nf));
-        let mut index = Index::assemble(
-            self.params,
-            self.vocab,
-            postings,
-            self.costs,
-            self.core,
-            self.perms,
-        );
-        index.terms = terms;
-        index
-    }
-
-    /// The postings of every tool added.
-    fn postings(&self) -> Postings {
-        let nf = self.params.fields.len();
-        let avg = self.average_lengths();
-        let mut acc = vec![0f32; self.vocab.len()];
-        // the tool a term was last seen in: a term is collected once per tool even when its
-        // share of a field rounds to 0
-        let mut last = vec![DocId::MAX; self.vocab.len()];
-        let mut order: Vec<TermId> = Vec::new();
-        let df = self.posted_frequencies();
-        let mut postings = PostingsBuilder::new(&df);
-        let mut start = 0;
-        for (d, &end) in self.ends.iter().enumerate() {
-            for &(term, f, count) in &self.counts[start..end] {
-                if df[term as usize] == 0 {
-                    continue; // a common prefix term
-                }
-                let f = usize::from(f);
-                if last[term as usize] != d as DocId {
-                    last[term as usize] = d as DocId;
-                    order.push(term);
-                }
-                acc[term as usize] += self
-                    .params
-                    .field_tf(f, count, self.lens[d * nf + f], avg[f]);
-            }
-            for term in order.drain(..) {
-                let tf = std::mem::take(&mut acc[term as usize]);
-                postings.push(term, d as DocId, self.params.impact(tf));
-            }
-            start = end;
-        }
-        postings.build()
-    }
-}
-
-/// Every tool's term counts as the builder made them (see [`Index::subset`]), compactly: per
-/// tool and field, its terms in the order they first occur there and their counts (one byte;
-/// [`DocTerms::MANY`] and more are looked up in `many`); and the field lengths.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct DocTerms {
-    terms: Vec<TermId>,
-    counts: Vec<u8>,
-    /// The counts of [`DocTerms::MANY`] or more, by their index in `terms`.
-    many: std::collections::HashMap<usize, f32>,
-    /// End in `terms` of each field of each tool (`fields` per tool).
-    field_ends: Vec<usize>,
-    lens: Vec<f32>,
-}
-
-impl DocTerms {
-    /// The count byte of a count looked up in `many`.
-    const MANY: u8 = u8::MAX;
-
-    /// The builder's counts (`(term, field, count)` flat, tool `d` owning
-    /// `counts[ends[d-1]..ends[d]]`, fields ascending), encoded.
-    fn new(counts: &[(TermId, u16, f32)], ends: &[usize], lens: Vec<f32>, nf: usize) -> Self {
-        let mut out = DocTerms {
-            terms: Vec::with_capacity(counts.len()),
-            counts: Vec::with_capacity(counts.len()),
-            field_ends: Vec::with_capacity(ends.len() * nf),
-            lens,
-            ..DocTerms::default()
-        };
-        let mut start = 0;
-        for &end in ends {
-            let mut at = start;
-            for f in 0..nf {
-                while at < end && usize::from(counts[at].1) == f {
-                    let (term, _, count) = counts[at];
-                    if count < f32::from(Self::MANY) {
-                        out.counts.push(count as u8); // a whole number of occurrences
-                    } else {
-                        out.many.insert(out.terms.len(), count);
-                        out.counts.push(Self::MANY);
-                    }
-                    out.terms.push(term);
-                    at += 1;
-                }
-                out.field_ends.push(out.terms.len());
-            }
-            debug_assert_eq!(at, end, "fields of a tool's counts ascending");
-            start = end;
-        }
-        out
-    }
-
-    /// `(term, count)` of field `f` of tool `d`, in order.
-    fn field(&self, d: usize, f: usize, nf: usize) -> impl Iterator<Item = (TermId, f32)> + '_ {
-        let i = d * nf + f;
-        let start = if i == 0 { 0 } else { self.field_ends[i - 1] };
-        (start..self.field_ends[i]).map(|at| {
-            let count = match self.counts[at] {
-                Self::MANY => self.many[&at],
-                small => f32::from(small),
-            };
-            (self.terms[at], count)
-        })
-    }
-
-    fn heap_bytes(&self) -> usize {
-        use std::mem::size_of;
-        self.terms.capacity() * size_of::<TermId>()
-            + self.counts.capacity()
-            + self.many.capacity() * (size_of::<(usize, f32)>() + 1)
-            + self.field_ends.capacity() * size_of::<usize>()
-            + self.lens.capacity() * size_of::<f32>()
-    }
-}
-
 /// Immutable, thread-safe index over a catalog.
 #[derive(Debug, Clone)]
 pub struct Index {
@@ -368,20 +43,10 @@ pub struct Index {
     pub(crate) core: Vec<DocId>,
     pub(crate) is_core: Vec<bool>,
     pub(crate) perms: PermissionTable,
-    /// The smallest cost of a non-core tool: once less budget is left, packing can stop.
-    pub(crate) min_cost: u64,
-    /// The mean cost of a non-core tool, to size a selection's first batch of candidates.
-    pub(crate) mean_cost: u64,
-    /// Non-core tools by ascending cost (ties: registry order): the few that still fit late in
-    /// a selection are scored directly.
-    pub(crate) by_cost: Vec<DocId>,
-    /// The cost of each tool of `by_cost`, ascending.
-    pub(crate) sorted_costs: Vec<u32>,
-    /// Per term, whether its tools come in runs that require the same permissions (see
-    /// [`Term::runs`]).
-    pub(crate) runs: Vec<bool>,
-    /// The [`member_bits`] of each term in at least `1 / MEMBERS_FROM` of the tools, by term.
-    pub(crate) members: Vec<(TermId, Vec<u64>)>,
+    /// The non-core tools by cost: the cost summary and order the rounds of a selection use.
+    pub(crate) by_cost: CostOrder,
+    /// Per term, how its list is walked and probed (see [`Acceleration`]).
+    pub(crate) accel: Acceleration,
     /// Each tool's term counts, when built with [`IndexBuilder::build_with_terms`].
     pub(crate) terms: Option<DocTerms>,
 }
@@ -399,37 +64,17 @@ impl Index {
     ) -> Index {
         let mut is_core = vec![false; costs.len()];
         core.iter().for_each(|&d| is_core[d as usize] = true);
-        let mut by_cost: Vec<DocId> = (0..costs.len() as DocId)
-            .filter(|&d| !is_core[d as usize])
-            .collect();
-        by_cost.sort_by_key(|&d| costs[d as usize]);
-        let count = by_cost.len() as u64;
-        let min_cost = by_cost
-            .first()
-            .map_or(u64::MAX, |&d| u64::from(costs[d as usize]));
-        let total: u64 = by_cost.iter().map(|&d| u64::from(costs[d as usize])).sum();
-        let sorted_costs = by_cost.iter().map(|&d| costs[d as usize]).collect();
-        let runs = (0..vocab.len() as TermId)
-            .map(|t| {
-                let docs = postings.list(t).docs;
-                perms.requirement_changes(docs).saturating_mul(RUN_CHANGES) < docs.len()
-            })
-            .collect();
-        let members = (0..vocab.len() as TermId)
-            .filter_map(|t| {
-                let docs = postings.list(t).docs;
-                let long =
-                    !docs.is_empty() && docs.len().saturating_mul(MEMBERS_FROM) >= costs.len();
-                long.then(|| (t, member_bits(docs, costs.len())))
-            })
-            .collect();
+        let by_cost = CostOrder::new(&costs, &is_core);
+        let accel = Acceleration::new(
+            &postings,
+            vocab.len(),
+            costs.len(),
+            |docs| perms.requirement_changes(docs),
+            &Tuning::DEFAULT,
+        );
         Index {
             terms: None,
-            members,
-            runs,
-            sorted_costs,
-            min_cost,
-            mean_cost: total / count.max(1),
+            accel,
             by_cost,
             params,
             vocab,
@@ -438,6 +83,25 @@ impl Index {
             core,
             is_core,
             perms,
+        }
+    }
+
+    /// The same index with per-term acceleration chosen by `tuning` (`run_changes`,
+    /// `members_from`) instead of [`Tuning::DEFAULT`]: for the benches that compare tuning
+    /// values (`examples/tuning_ab.rs`). Its answers are the same.
+    #[doc(hidden)]
+    pub fn retuned(&self, tuning: &Tuning) -> Index {
+        let perms = &self.perms;
+        let accel = Acceleration::new(
+            &self.postings,
+            self.vocab.len(),
+            self.len(),
+            |docs| perms.requirement_changes(docs),
+            tuning,
+        );
+        Index {
+            accel,
+            ..self.clone()
         }
     }
 
@@ -495,75 +159,22 @@ impl Index {
     /// member bits (vectors by capacity, hash maps estimated from theirs).
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
-        let members: usize = self.members.iter().map(|(_, b)| b.capacity() * 8).sum();
         size_of::<Index>()
             + self.postings.heap_bytes()
             + self.vocab.heap_bytes()
             + self.perms.heap_bytes()
             + self.params.fields.capacity() * size_of::<crate::bm25::FieldParams>()
-            + (self.costs.capacity() + self.sorted_costs.capacity()) * size_of::<u32>()
-            + (self.core.capacity() + self.by_cost.capacity()) * size_of::<DocId>()
+            + self.costs.capacity() * size_of::<u32>()
+            + self.core.capacity() * size_of::<DocId>()
+            + self.by_cost.heap_bytes()
             + self.is_core.capacity()
-            + self.runs.capacity()
-            + self.members.capacity() * size_of::<(TermId, Vec<u64>)>()
-            + members
+            + self.accel.heap_bytes()
             + self.terms.as_ref().map_or(0, DocTerms::heap_bytes)
     }
 
     /// True when the index keeps its tools' term counts (see [`Index::subset`]).
     pub fn keeps_terms(&self) -> bool {
         self.terms.is_some()
-    }
-
-    /// The index an [`IndexBuilder`] would build from only the tools at `docs` (ascending), in
-    /// that order, each public, with its cost and core flag: every statistic (document
-    /// frequencies, field lengths, which common prefixes lose their postings) is that of those
-    /// tools alone, and term ids are given in the order the tools' terms first occur, as a
-    /// builder gives them, so scores and their ties are the same to the bit. Built from the
-    /// term counts this index keeps (see [`IndexBuilder::build_with_terms`]), without tokenizing.
-    pub fn subset(&self, docs: &[DocId]) -> Result<Index> {
-        let invalid = |reason: &str| Error::InvalidParameter {
-            name: "docs",
-            reason: reason.into(),
-        };
-        let terms = self
-            .terms
-            .as_ref()
-            .ok_or_else(|| invalid("this index keeps no term counts"))?;
-        if docs.windows(2).any(|w| w[0] >= w[1])
-            || docs.last().is_some_and(|&d| d as usize >= self.len())
-        {
-            return Err(invalid(
-                "positions must be ascending tool positions of this index",
-            ));
-        }
-        let names = self.vocab.terms();
-        let mut remap = vec![TermId::MAX; names.len()];
-        let mut builder = IndexBuilder::new(self.params.clone())?;
-        let nf = self.params.fields.len();
-        for (id, &d) in docs.iter().enumerate() {
-            let d = d as usize;
-            for f in 0..nf {
-                for (term, count) in terms.field(d, f, nf) {
-                    let new = &mut remap[term as usize];
-                    if *new == TermId::MAX {
-                        *new = builder.vocab.intern(names[term as usize]);
-                    }
-                    builder.counts.push((*new, f as u16, count));
-                }
-            }
-            builder.ends.push(builder.counts.len());
-            builder
-                .lens
-                .extend_from_slice(&terms.lens[d * nf..(d + 1) * nf]);
-            builder.costs.push(self.costs[d]);
-            builder.perms.push_doc::<&str>(&[]);
-            if self.is_core[d] {
-                builder.core.push(id as DocId);
-            }
-        }
-        builder.vocab.keep_words(&self.vocab, &remap);
-        Ok(builder.build())
     }
 
     /// The mask of a caller holding `perms`. A mask is only meaningful for the index that made
@@ -634,12 +245,8 @@ impl Index {
                         list,
                         weight,
                         bound,
-                        runs: self.runs[id as usize],
-                        members: self
-                            .members
-                            .binary_search_by_key(&id, |m| m.0)
-                            .ok()
-                            .map(|i| &self.members[i].1[..]),
+                        runs: self.accel.runs(id),
+                        members: self.accel.members(id),
                     },
                 ))
             })
@@ -676,18 +283,6 @@ impl Index {
             .collect()
     }
 
-    /// The matching tools the caller may use and `keep` accepts, ranked at least `want` deep
-    /// (see [`taat::rank`]); exhaustive when `want` is `usize::MAX`.
-    fn rank(
-        &self,
-        terms: &[Term<'_>],
-        caller: &CallerMask,
-        keep: impl Fn(DocId) -> bool,
-        want: usize,
-    ) -> Ranked {
-        taat::rank(terms, self.len(), caller.allowed_docs(), keep, want)
-    }
-
     /// The `k` best tools the caller may use, best first (ties: lower registry position).
     pub fn search<'q>(
         &self,
@@ -695,23 +290,25 @@ impl Index {
         caller: &CallerMask,
         k: usize,
     ) -> Vec<Hit> {
+        self.search_tuned(query, caller, k, Tuning::DEFAULT)
+    }
+
+    /// [`Index::search`] ranking with other tuning values (the same answer), for the benches.
+    #[doc(hidden)]
+    pub fn search_tuned<'q>(
+        &self,
+        query: impl Into<Query<'q>>,
+        caller: &CallerMask,
+        k: usize,
+        tuning: Tuning,
+    ) -> Vec<Hit> {
         if k == 0 {
             return Vec::new();
         }
         let terms = self.query_terms(&query.into());
-        self.rank(&terms, caller, |_| true, k).best(k)
-    }
-
-    /// How many candidates a round of a selection asks for: enough tools of average cost to fill
-    /// the budget (or the cap), and two more. Little slack is cheaper: the depth a ranking must
-    /// reach drives its cost, and a round that comes up short is followed by one that continues
-    /// from the same scoring state (the botocore and Zipf 10k workloads of `benches/`: 9–12 %
-    /// fewer instructions than with half as many again plus 8; the selection is the same for any
-    /// depth).
-    fn round_k(&self, budget_tokens: u64, max_taken: Option<usize>) -> usize {
-        let fill = (budget_tokens / self.mean_cost.max(1)).min(self.len() as u64) as usize;
-        let want = max_taken.map_or(fill, |m| m.min(fill));
-        (want + 2).min(self.len().max(1))
+        let mut ranker = ranking::Ranker::new(&terms, self.len(), caller.allowed_docs());
+        let ranked = ranker.tuned(tuning).rank(|_| true, k);
+        ranked.best(k)
     }
 
     /// Core tools the caller may use, in registry order.
@@ -724,9 +321,9 @@ impl Index {
     }
 
     /// Core tools, then the best-ranked matching tools that fit in `budget_tokens`, at most
-    /// `max_taken` of them; see [`pack`]. Candidates come from a bounded top k that grows only
-    /// while the packing could still take more of them, so the work follows the budget rather
-    /// than the catalog.
+    /// `max_taken` of them; see [`pack`]. Candidates come from rounds of a bounded top k that
+    /// grows only while the packing could still take more of them (see
+    /// `ranking/selection.rs`), so the work follows the budget rather than the catalog.
     pub fn select<'q>(
         &self,
         query: impl Into<Query<'q>>,
@@ -734,75 +331,29 @@ impl Index {
         budget_tokens: u64,
         max_taken: Option<usize>,
     ) -> Packing {
+        self.select_tuned(query, caller, budget_tokens, max_taken, Tuning::DEFAULT)
+    }
+
+    /// [`Index::select`] ranking with other tuning values (the same answer), for the benches.
+    #[doc(hidden)]
+    pub fn select_tuned<'q>(
+        &self,
+        query: impl Into<Query<'q>>,
+        caller: &CallerMask,
+        budget_tokens: u64,
+        max_taken: Option<usize>,
+        tuning: Tuning,
+    ) -> Packing {
         let query = query.into();
         let core = self.allowed_core(caller);
         let core_tokens = core.iter().map(|&d| u64::from(self.cost(d))).sum();
-        let mut packer = Packer::new(&core, core_tokens, budget_tokens, max_taken, self.min_cost);
+        let min_cost = self.by_cost.min_cost;
+        let packer = Packer::new(&core, core_tokens, budget_tokens, max_taken, min_cost);
         if packer.full() {
             return packer.finish();
         }
         let terms = self.query_terms(&query);
-        // The first round ranks every candidate, so the best-ranked tools that do not fit are
-        // reported as dropped. Later rounds rank only tools not yet examined that could still
-        // fit: the greedy rule would skip a tool dearer than what is left, and that only shrinks.
-        let mut examined: Vec<DocId> = Vec::with_capacity(64); // sorted
-        let mut limit = u64::MAX;
-        // Core tools are already in: the ranking scores only the caller's other tools.
-        let candidate = caller.candidates();
-        let mut ranker = taat::Ranker::new(&terms, self.len(), candidate);
-        // Tools scored exactly by the last round that scored, beyond the ones it offered: every
-        // tool that round wanted scoring above some floor (or every one, when `whole`), at most
-        // `POOL_DEPTH` of them. A later round wants a subset of those tools (its cost limit only
-        // falls, the examined only grow), so the ones of the pool it wants are the exact head of
-        // its own ranking: when there are enough of them, it needs no scoring at all.
-        let (mut pool, mut whole): (Vec<Hit>, bool) = (Vec::new(), false);
-        let mut first = true; // the first round wants every candidate
-        while !packer.full() {
-            let k = self.round_k(packer.remaining(), Some(packer.room()));
-            let keep = |d: DocId| {
-                first || (u64::from(self.cost(d)) <= limit && examined.binary_search(&d).is_err())
-            };
-            pool.retain(|h| keep(h.doc));
-            // Late rounds look for tools cheap enough to fit what is left: when there are few
-            // of them, score just those instead of walking the query's postings again.
-            let cheap = if first {
-                self.sorted_costs.len()
-            } else {
-                self.sorted_costs
-                    .partition_point(|&c| u64::from(c) <= limit)
-            };
-            let ranked = if !first && (pool.len() >= k || whole) {
-                taat::Ranked {
-                    hits: std::mem::take(&mut pool),
-                    complete: whole,
-                }
-            } else if !first && ranker.direct_is_cheaper(cheap) {
-                ranker.rank_docs(&self.by_cost[..cheap], keep)
-            } else {
-                ranker.rank(keep, k)
-            };
-            let (ranked, rest) = ranked.split(k, POOL_DEPTH);
-            (pool, whole) = (rest.hits, rest.complete);
-            for hit in &ranked {
-                // A mask not made by `Index::caller` ranks core tools too: they are in already
-                // (and, examined, they are not ranked again).
-                if !packer.full() && !self.is_core[hit.doc as usize] {
-                    packer.offer(hit.doc, u64::from(self.cost(hit.doc)));
-                }
-            }
-            let before = examined.len();
-            examined.extend(ranked.iter().map(|h| h.doc));
-            examined.sort_unstable();
-            examined.dedup();
-            // `keep` leaves out what was examined, so every round examines new tools; a round
-            // that did not (a fault) could only repeat itself
-            if ranked.len() < k || examined.len() == before {
-                break;
-            }
-            first = false;
-            limit = packer.remaining();
-        }
-        packer.finish()
+        selection::select(self, &terms, caller, packer, tuning)
     }
 
     /// Core tools, then tools of an externally ranked list (fused, reranked) that fit in
@@ -832,7 +383,7 @@ impl Index {
             |d| u64::from(self.cost(d)),
             budget_tokens,
             max_taken,
-            self.min_cost,
+            self.by_cost.min_cost,
         )
     }
 
@@ -848,6 +399,7 @@ impl Index {
 pub(crate) mod tests {
     use super::*;
     use crate::bm25::{FieldParams, DEFAULT_PREFIX_WEIGHT};
+    use crate::error::Error;
 
     /// An index of `(name, description, permission or "", core, cost)` tools: name weight 2,
     /// description weight 1, b = 0.75 for both.
@@ -1475,7 +1027,7 @@ pub(crate) mod tests {
                 // every hit a pruned ranking returns, not only the `k` asked for, is the exact
                 // head of the ranking (selection reuses them for its later rounds)
                 let terms = idx.query_terms(&query.as_str().into());
-                let ranked = crate::taat::rank(&terms, idx.len(), caller.allowed_docs(), |_| true, k);
+                let ranked = crate::ranking::rank(&terms, idx.len(), caller.allowed_docs(), |_| true, k);
                 let n = ranked.hits.len();
                 prop_assert_eq!(ranked.best(n), exhaustive_top(&idx, query.as_str().into(), &caller, n));
                 let want = exhaustive_select(&idx, query.as_str().into(), &caller, budget, None);

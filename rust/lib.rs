@@ -9,13 +9,14 @@
 
 pub mod bm25;
 pub mod budget;
+pub mod builder;
 pub mod error;
 pub mod index;
 pub mod permissions;
 pub mod postings;
+pub mod ranking;
 pub mod relevance;
 pub mod snapshot;
-pub mod taat;
 pub mod tokenizer;
 pub mod topk;
 pub mod vocab;

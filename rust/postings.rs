@@ -12,6 +12,7 @@
 //! folds `largest / 255` into its weight once, so scoring stays one multiply-add per posting, and
 //! every path (pruned, exhaustive, probes) multiplies the same two numbers.
 
+use crate::ranking::Tuning;
 use crate::vocab::TermId;
 
 /// Registry position of a tool.
@@ -67,6 +68,70 @@ pub fn member_at(bits: &[u64], doc: DocId) -> (usize, u64) {
     let b = doc % 64;
     let below = word & ((1u64 << b) - 1);
     (before as usize + below.count_ones() as usize, word >> b & 1)
+}
+
+/// Per-term data that makes a query faster without changing what it adds, decided once when
+/// the index is assembled: whether a term's tools come in runs that require the same
+/// permissions (its list is then walked with a branch on the mask, see
+/// [`crate::ranking::Term::runs`]), and, for long lists, their [`member_bits`].
+#[derive(Debug, Clone, Default)]
+pub struct Acceleration {
+    /// Per term, whether fewer than one in `Tuning::run_changes` of its postings follows a
+    /// tool that requires other permissions than its own.
+    runs: Vec<bool>,
+    /// The [`member_bits`] of each term in at least one in `Tuning::members_from` of the tools,
+    /// by term.
+    members: Vec<(TermId, Vec<u64>)>,
+}
+
+impl Acceleration {
+    /// The acceleration of `num_terms` terms' `postings` over `num_docs` tools; `changes`
+    /// counts the postings of a list whose tool requires other permissions than the one before
+    /// (see `PermissionTable::requirement_changes`).
+    pub fn new(
+        postings: &Postings,
+        num_terms: usize,
+        num_docs: usize,
+        changes: impl Fn(&[DocId]) -> usize,
+        tuning: &Tuning,
+    ) -> Self {
+        let runs = (0..num_terms as TermId)
+            .map(|t| {
+                let docs = postings.list(t).docs;
+                changes(docs).saturating_mul(tuning.run_changes) < docs.len()
+            })
+            .collect();
+        let members = (0..num_terms as TermId)
+            .filter_map(|t| {
+                let docs = postings.list(t).docs;
+                let long =
+                    !docs.is_empty() && docs.len().saturating_mul(tuning.members_from) >= num_docs;
+                long.then(|| (t, member_bits(docs, num_docs)))
+            })
+            .collect();
+        Acceleration { runs, members }
+    }
+
+    /// Whether `term`'s tools come in runs of one permission.
+    pub fn runs(&self, term: TermId) -> bool {
+        self.runs[term as usize]
+    }
+
+    /// `term`'s member bits, if its list is long enough to have them.
+    pub fn members(&self, term: TermId) -> Option<&[u64]> {
+        self.members
+            .binary_search_by_key(&term, |m| m.0)
+            .ok()
+            .map(|i| &self.members[i].1[..])
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        let bits: usize = self.members.iter().map(|(_, b)| b.capacity() * 8).sum();
+        self.runs.capacity()
+            + self.members.capacity() * std::mem::size_of::<(TermId, Vec<u64>)>()
+            + bits
+    }
 }
 
 /// Fills the flat postings while documents are added in ascending id order, into arrays sized

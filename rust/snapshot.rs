@@ -162,8 +162,8 @@ impl Index {
         names.iter().for_each(|p| w.str(p));
         w.usizes(perm_offsets);
         w.u32s(required);
-        w.u64(self.min_cost);
-        w.u64(self.mean_cost);
+        w.u64(self.by_cost.min_cost);
+        w.u64(self.by_cost.mean_cost);
         let payload = w.0;
         let mut out = Vec::with_capacity(HEADER + payload.len());
         out.extend_from_slice(MAGIC);
@@ -251,7 +251,7 @@ fn decode(r: &mut Reader<'_>) -> Result<Index> {
     }
     let index = Index::assemble(params, vocab, postings, costs, core, perms);
     // Derived values are checked, not trusted: a wrong minimum would stop packing early.
-    if (min_cost, mean_cost) != (index.min_cost, index.mean_cost) {
+    if (min_cost, mean_cost) != (index.by_cost.min_cost, index.by_cost.mean_cost) {
         return Err(bad("cost summary disagrees with the costs"));
     }
     Ok(index)

@@ -1,5 +1,6 @@
 //! Scored tools and their one ranking order: higher score first, ties broken by registry position
-//! (the lower position wins), so every ranking is deterministic.
+//! (the lower position wins), so every ranking is deterministic. [`Hit::rank_key`] is the one
+//! integer form of that order: sorting, splitting and the pruning thresholds all use it.
 
 use std::cmp::Ordering;
 
@@ -29,6 +30,14 @@ impl Hit {
     pub fn rank_key(&self) -> u64 {
         debug_assert!(self.score > 0.0, "ranked scores are positive");
         u64::from(!self.score.to_bits()) << 32 | u64::from(self.doc)
+    }
+
+    /// The hit a [`Hit::rank_key`] was made from.
+    pub fn from_rank_key(key: u64) -> Hit {
+        Hit {
+            doc: key as DocId,
+            score: f32::from_bits(!((key >> 32) as u32)),
+        }
     }
 }
 
@@ -61,6 +70,7 @@ mod tests {
             for y in [Hit { doc: db, score: sb }, Hit { doc: db, score: sa }] {
                 prop_assert_eq!(x.rank_key().cmp(&y.rank_key()), x.rank_cmp(&y));
             }
+            prop_assert_eq!(Hit::from_rank_key(x.rank_key()), x);
         }
     }
 }
