@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example ranking_bench [-- --sizes 10000 100000 --passes 40]
+//! cargo run --release --example ranking_bench -- --workload /tmp/aws-100k.tsv   # see benches/export_workload.py
 //! ```
 //!
 //! Each pass answers every query of the workload once; the figure is the median over passes of
@@ -15,7 +16,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Instant;
 
-use common::{build, catalog, query, Layout};
+use common::{build, query, Source};
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -25,10 +26,15 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut sizes = vec![10_000usize, 100_000];
+    let mut files: Vec<String> = Vec::new();
     let mut passes = 40usize;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
+            "--workload" => {
+                files.push(args[i + 1].clone());
+                i += 1;
+            }
             "--sizes" => {
                 sizes.clear();
                 while let Some(n) = args.get(i + 1).and_then(|a| a.parse().ok()) {
@@ -45,11 +51,11 @@ fn main() {
         i += 1;
     }
     println!("workload          search µs  select µs  ok");
-    for &n in &sizes {
-        for layout in [Layout::Grouped, Layout::Turns] {
-            let cat = catalog(n, layout, 7);
+    for source in Source::all(&sizes, &files) {
+        {
+            let cat = source.catalog();
             let idx = build(&cat);
-            let half: Vec<&str> = cat.perms.iter().map(String::as_str).step_by(2).collect();
+            let half: Vec<&str> = cat.half.iter().map(String::as_str).collect();
             let caller = idx.caller(&half);
             let queries: Vec<_> = cat.queries.iter().map(|q| query(q)).collect();
             // correctness next to time: the pruned search equals exhaustive scoring
@@ -81,7 +87,7 @@ fn main() {
             let select = time(&|q| {
                 black_box(idx.select(q.clone(), &caller, 4_000, None));
             });
-            println!("{:<16} {search:>10.2} {select:>10.2}  {ok}", cat.name);
+            println!("{:<16} {search:>10.2} {select:>10.2}  {ok}", source.label());
         }
     }
 }

@@ -108,9 +108,12 @@ pub struct Tool {
 
 pub struct Catalog {
     pub name: String,
+    pub params: Bm25Params,
     pub tools: Vec<Tool>,
     /// Every permission string, sorted.
     pub perms: Vec<String>,
+    /// What the benches' caller holds: every other permission.
+    pub half: Vec<String>,
     pub queries: Vec<Vec<(String, f32)>>,
 }
 
@@ -219,16 +222,19 @@ pub fn catalog(n: usize, layout: Layout, seed: u64) -> Catalog {
         Layout::Grouped => "grouped",
         Layout::Turns => "turns",
     };
+    let half = perms.iter().step_by(2).cloned().collect();
     Catalog {
         name: format!("{layout_name}-{n}"),
+        params: params(),
         tools,
         perms,
+        half,
         queries,
     }
 }
 
 pub fn build(cat: &Catalog) -> Index {
-    let mut b = IndexBuilder::new(params()).expect("valid parameters");
+    let mut b = IndexBuilder::new(cat.params.clone()).expect("valid parameters");
     for t in &cat.tools {
         let fields: Vec<&str> = t.fields.iter().map(String::as_str).collect();
         let perms: Vec<&str> = t.perms.iter().map(String::as_str).collect();
@@ -241,6 +247,58 @@ pub fn build(cat: &Catalog) -> Index {
         .expect("valid tool");
     }
     b.build()
+}
+
+/// A workload written by `benches/export_workload.py` (the Python benches' catalogs, e.g. the
+/// botocore operations of `aws-100k`), named after its file.
+pub fn load(path: &str) -> Catalog {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let floats =
+        |s: &str| -> Vec<f32> { s.split(',').map(|x| x.parse().expect("a number")).collect() };
+    let (mut params, mut tools, mut queries, mut half) =
+        (params(), Vec::new(), Vec::new(), Vec::new());
+    for line in text.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        match cols[0] {
+            "P" => {
+                let (weights, bs) = (floats(cols[3]), floats(cols[4]));
+                params = Bm25Params {
+                    k1: cols[1].parse().expect("k1"),
+                    prefix_weight: cols[2].parse().expect("prefix weight"),
+                    fields: weights
+                        .iter()
+                        .zip(&bs)
+                        .map(|(&weight, &b)| FieldParams { weight, b })
+                        .collect(),
+                };
+            }
+            "T" => tools.push(Tool {
+                cost: cols[1].parse().expect("cost"),
+                core: cols[2] == "1",
+                perms: cols[3]
+                    .split('\x1f')
+                    .filter(|p| !p.is_empty())
+                    .map(String::from)
+                    .collect(),
+                fields: std::array::from_fn(|f| cols[4 + f].to_owned()),
+            }),
+            "Q" => queries.push(vec![(cols[1].to_owned(), 1.0)]),
+            "C" => half.push(cols[1].to_owned()),
+            other => panic!("{path}: unknown record {other:?}"),
+        }
+    }
+    let mut perms: Vec<String> = tools.iter().flat_map(|t| t.perms.iter().cloned()).collect();
+    perms.sort();
+    perms.dedup();
+    let name = Source::File(path.to_owned()).catalog_name();
+    Catalog {
+        name,
+        params,
+        tools,
+        perms,
+        half,
+        queries,
+    }
 }
 
 /// Callers by name: every permission, every other one (half), one, none.
@@ -258,4 +316,59 @@ pub fn callers(cat: &Catalog) -> Vec<(&'static str, Vec<&str>)> {
 
 pub fn query(q: &[(String, f32)]) -> toolsift::Query<'_> {
     toolsift::Query(q.iter().map(|(t, w)| (t.as_str(), *w)).collect())
+}
+
+/// Where a bench's catalog comes from: a synthetic one, or a file of `export_workload.py`.
+pub enum Source {
+    Synthetic(usize, Layout),
+    File(String),
+}
+
+impl Source {
+    /// The synthetic catalogs of each size in both layouts, or the files when there are any.
+    pub fn all(sizes: &[usize], files: &[String]) -> Vec<Source> {
+        if !files.is_empty() {
+            return files.iter().cloned().map(Source::File).collect();
+        }
+        sizes
+            .iter()
+            .flat_map(|&n| {
+                [
+                    Source::Synthetic(n, Layout::Grouped),
+                    Source::Synthetic(n, Layout::Turns),
+                ]
+            })
+            .collect()
+    }
+
+    pub fn catalog(&self) -> Catalog {
+        match self {
+            Source::Synthetic(n, layout) => catalog(*n, *layout, 7),
+            Source::File(path) => load(path),
+        }
+    }
+
+    /// A short name: `grouped-10k`, `turns-100k`, or the file's stem.
+    pub fn label(&self) -> String {
+        match self {
+            Source::Synthetic(n, layout) => {
+                let layout = if *layout == Layout::Grouped {
+                    "grouped"
+                } else {
+                    "turns"
+                };
+                format!("{layout}-{}k", n / 1000)
+            }
+            Source::File(_) => self.catalog_name(),
+        }
+    }
+
+    fn catalog_name(&self) -> String {
+        match self {
+            Source::File(path) => std::path::Path::new(path)
+                .file_stem()
+                .map_or(path.clone(), |s| s.to_string_lossy().into_owned()),
+            Source::Synthetic(..) => unreachable!(),
+        }
+    }
 }

@@ -8,13 +8,15 @@
 //! cargo run --release --example tuning_ab -- <step_gap|raise_from|probe_cost|pool_depth|run_changes|members_from>
 //! ```
 //!
-//! `examples/tuning_ab.rs` builds the synthetic workloads of `examples/common/mod.rs` (services
-//! laid out in runs, `grouped`, like the botocore catalog; permission groups taking turns,
-//! `turns`, like `benches/workloads.py::zipf`) and times `Index::select` (budget 4,000, a caller
-//! holding half the permissions) with the chosen value and the alternatives, alternating pass by
-//! pass in one process. The figures quoted below are its output on the 2-core development VM
-//! (2026-12-02); the measurements that first chose each value (Python-level and instruction
-//! counts on the real botocore workload) are kept in `benches/RESULTS.md`.
+//! `examples/tuning_ab.rs` times `Index::select` (budget 4,000, the workload's caller holding
+//! half the permissions) with the chosen value and the alternatives, alternating pass by pass in
+//! one process, and checks that every value gives the same selections. The figures quoted below
+//! are its output on the Python benches' own workloads, exported with
+//! `python benches/export_workload.py aws-100k /tmp/aws-100k.tsv` (likewise `aws-10k`,
+//! `zipf-10k`, `zipf-100k`) and passed as `--workload /tmp/aws-100k.tsv ...` (20 passes, the
+//! shared 2-core VM, 2026-12-02; the full tables, the synthetic workloads' and the
+//! measurements that first chose each value are in `benches/RESULTS.md`). Differences under
+//! about 3 % are the VM's noise.
 //!
 //! The two prefix constants do change results (which terms get postings): they are build
 //! parameters of the index, kept here so that every knob is in one file.
@@ -26,7 +28,10 @@ pub struct Tuning {
     /// Postings per hit below which a probe steps through a list rather than galloping in it
     /// (see `probe.rs`). A search's branches go either way at random, a step's exit once per hit.
     ///
-    /// `tuning_ab -- step_gap`: FIGURES_STEP_GAP
+    /// `tuning_ab -- step_gap`: on the exported botocore and Zipf workloads every value from 1
+    /// (always gallop) to 2^20 (always step) is within ±3 % of 16 (aws-10k 13.4 µs, aws-100k
+    /// 53.6, zipf-100k 74.5): the noise of the VM. Kept at 16, where the first measurement
+    /// (Python `Index.select`, 4-7 % faster than galloping only) put it.
     pub step_gap: usize,
     /// Tools that could pass, per tool wanted, from which a check's threshold is raised to exact
     /// scores by scoring the best `want` in full (see `bounds.rs`, `Ranker::threshold`). Raising
@@ -34,20 +39,26 @@ pub struct Tuning {
     /// walk) per passing tool it leaves out. The tests raise from 4, so that the small catalogs
     /// of the property tests take this path too.
     ///
-    /// `tuning_ab -- raise_from`: FIGURES_RAISE_FROM
+    /// `tuning_ab -- raise_from`: never raising costs aws-100k 14 % (53.3 → 60.8 µs); 8 to 512
+    /// are within ±2 % of 128 everywhere (zipf-100k, which rarely has 128 passing per wanted
+    /// tool, within noise at every value).
     pub raise_from: usize,
     /// What probing one tool in one list costs, in postings walked, for
     /// `Ranker::direct_is_cheaper` (late rounds of a selection score the few tools still cheap
     /// enough one by one instead of ranking on).
     ///
-    /// `tuning_ab -- probe_cost`: FIGURES_PROBE_COST
+    /// `tuning_ab -- probe_cost`: never scoring directly costs aws-10k 17.5 %, aws-100k
+    /// 26.5 % (57.7 → 73.1 µs); 1 to 8 are within ±5 % of 4 on aws; zipf-100k is noisy
+    /// (139-167 µs at every value).
     pub probe_cost: usize,
     /// How many of a round's ranked tools, beyond those it offered, a selection keeps for its
     /// later rounds (see `selection.rs`). A later round filters what is kept by its cost limit
     /// and by what was examined, and wants a few. The tests keep 2, so that the small catalogs
     /// of the property tests leave tools out too.
     ///
-    /// `tuning_ab -- pool_depth`: FIGURES_POOL_DEPTH
+    /// `tuning_ab -- pool_depth`: no pool (0) costs 10-24 % (aws-100k 56.4 → 69.8 µs,
+    /// zipf-100k 74.4 → 90.8); 8 and 16 cost aws-100k 8-14 %; 256 and "all" are within noise
+    /// of 64 on aws and zipf-100k (a later round filters what is kept: 64 bounds that work).
     pub pool_depth: usize,
     /// A term's tools come in runs (walked with a branch on the mask, see `accumulate.rs`) when
     /// fewer than one in this many of its postings follows a tool that requires other
@@ -55,14 +66,20 @@ pub struct Tuning {
     /// about half of those places, where the branch mispredicts. Decided per term when the index
     /// is assembled (`postings.rs`, `Acceleration::new`).
     ///
-    /// `tuning_ab -- run_changes`: FIGURES_RUN_CHANGES
+    /// `tuning_ab -- run_changes`: branching on every list (0 or 1) costs zipf-10k 30-38 % and
+    /// zipf-100k 45 % (86 → 125 µs), whose tools take turns between groups; at 2 all of
+    /// zipf's lists are walked branch-free (its time equals "never"). On aws-10k/100k every
+    /// value is within 7 % (3, 6 and never 2-7 % faster than 2 at 10k, within noise at 100k):
+    /// the 8 % that the first measurement found at aws-100k does not show here.
     pub run_changes: usize,
     /// A term in at least one tool in this many gets member bits (see
     /// [`crate::postings::member_bits`]): a probe in its list is then a lookup per tool instead of
     /// a search or a step. The bits take a quarter of a byte per tool of the catalog per such
     /// term.
     ///
-    /// `tuning_ab -- members_from`: FIGURES_MEMBERS_FROM
+    /// `tuning_ab -- members_from`: no member bits costs 14-50 % (aws-100k 77 → 88 µs, zipf-100k
+    /// 86 → 129); 4 costs 10-18 %, 8 costs 3-6 %; 32 and 64 are within noise of 16 (for a half
+    /// or a quarter of the bits).
     pub members_from: usize,
 }
 
