@@ -86,3 +86,25 @@ pub struct Term<'a> {
     /// posting in one step.
     pub members: Option<&'a [u64]>,
 }
+
+#[cfg(test)]
+mod tests {
+    /// ARCHITECTURE.md §4.1 mirrors the table of paths above, row for row.
+    #[test]
+    fn architecture_mirrors_the_table_of_paths() {
+        let doc = include_str!("../../ARCHITECTURE.md");
+        let rows: Vec<&str> = include_str!("mod.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//! "))
+            .skip_while(|l| !l.starts_with("| path |"))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert!(rows.len() > 10);
+        for row in rows {
+            assert!(
+                doc.lines().any(|l| l == row),
+                "not in ARCHITECTURE.md: {row}"
+            );
+        }
+    }
+}
