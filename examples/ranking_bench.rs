@@ -16,7 +16,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Instant;
 
-use common::{build, query, Source};
+use common::{bench_args, build, query, BenchArgs, Source};
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -24,31 +24,14 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut sizes = vec![10_000usize, 100_000];
-    let mut files: Vec<String> = Vec::new();
-    let mut passes = 40usize;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--workload" => {
-                files.push(args[i + 1].clone());
-                i += 1;
-            }
-            "--sizes" => {
-                sizes.clear();
-                while let Some(n) = args.get(i + 1).and_then(|a| a.parse().ok()) {
-                    sizes.push(n);
-                    i += 1;
-                }
-            }
-            "--passes" => {
-                passes = args[i + 1].parse().expect("--passes N");
-                i += 1;
-            }
-            other => panic!("unknown argument {other}"),
-        }
-        i += 1;
+    let BenchArgs {
+        sizes,
+        files,
+        passes,
+        rest,
+    } = bench_args(40);
+    if let Some(other) = rest.first() {
+        panic!("unknown argument {other}");
     }
     println!("workload          search µs  select µs  ok");
     for source in Source::all(&sizes, &files) {

@@ -21,7 +21,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Instant;
 
-use common::{build, query, Source};
+use common::{bench_args, build, query, BenchArgs, Source};
 use toolsift::ranking::Tuning;
 use toolsift::Index;
 
@@ -165,30 +165,16 @@ fn run(name: &str, sources: &[Source], passes: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let BenchArgs {
+        sizes,
+        files,
+        passes,
+        rest,
+    } = bench_args(30);
     let mut names = Vec::new();
-    let mut sizes = vec![10_000usize, 100_000];
-    let mut files: Vec<String> = Vec::new();
-    let mut passes = 30usize;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--workload" => {
-                files.push(args[i + 1].clone());
-                i += 1;
-            }
-            "--sizes" => {
-                sizes.clear();
-                while let Some(n) = args.get(i + 1).and_then(|a| a.parse().ok()) {
-                    sizes.push(n);
-                    i += 1;
-                }
-            }
-            "--passes" => {
-                passes = args[i + 1].parse().expect("--passes N");
-                i += 1;
-            }
-            "all" => names.extend(
+    for name in rest {
+        if name == "all" {
+            names.extend(
                 [
                     "step_gap",
                     "raise_from",
@@ -198,10 +184,10 @@ fn main() {
                     "members_from",
                 ]
                 .map(String::from),
-            ),
-            name => names.push(name.to_owned()),
+            );
+        } else {
+            names.push(name);
         }
-        i += 1;
     }
     assert!(!names.is_empty(), "name a constant (or all)");
     println!(

@@ -372,3 +372,51 @@ impl Source {
         }
     }
 }
+
+/// The options `ranking_bench` and `tuning_ab` share: `--workload FILE` (repeatable),
+/// `--sizes N...` (synthetic catalog sizes) and `--passes N`; every other argument, in order.
+pub struct BenchArgs {
+    pub sizes: Vec<usize>,
+    pub files: Vec<String>,
+    pub passes: usize,
+    pub rest: Vec<String>,
+}
+
+/// Parses this process's arguments into [`BenchArgs`], `passes` by default.
+#[allow(dead_code)] // ranking_dump has no options
+pub fn bench_args(passes: usize) -> BenchArgs {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut out = BenchArgs {
+        sizes: vec![10_000, 100_000],
+        files: Vec::new(),
+        passes,
+        rest: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--workload" => {
+                out.files
+                    .push(args.get(i + 1).expect("--workload FILE").clone());
+                i += 1;
+            }
+            "--sizes" => {
+                out.sizes.clear();
+                while let Some(n) = args.get(i + 1).and_then(|a| a.parse().ok()) {
+                    out.sizes.push(n);
+                    i += 1;
+                }
+            }
+            "--passes" => {
+                out.passes = args
+                    .get(i + 1)
+                    .and_then(|a| a.parse().ok())
+                    .expect("--passes N");
+                i += 1;
+            }
+            other => out.rest.push(other.to_owned()),
+        }
+        i += 1;
+    }
+    out
+}
