@@ -701,6 +701,11 @@ class Gateway:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if c.reuse_port:  # replicas on one port: the kernel spreads connections among them
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            # so it joins the others only once it can answer: a replica that listened before its
+            # first version was ready would get connections and answer "Unknown tool"
+            with anyio.move_on_after(READY_BEFORE_LISTEN_S):
+                while not (self.version.number > 0 and self.version.ready.is_set()):
+                    await anyio.sleep(0.02)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((c.host, c.port))
         sock.listen(2048)  # connections queue from now on, even while the first listings are built
@@ -722,6 +727,11 @@ class Gateway:
             finally:
                 server.should_exit = True
         sock.close()
+
+
+#: How long a replica on a shared port (``reuse_port``) waits for its first version to be ready
+#: before it listens anyway.
+READY_BEFORE_LISTEN_S = 60.0
 
 
 def _transport_security(config: GatewayConfig) -> TransportSecuritySettings | None:
