@@ -14,20 +14,13 @@ permission the caller holds.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 import toolsift as ts
 from toolsift._core import DEFAULT_PREFIX_WEIGHT
 from toolsift.text import field_params, tool_fields
-from workloads import Workload, aws, zipf
+from workloads import NAMED
 
-WORKLOADS: dict[str, Callable[[], Workload]] = {
-    "aws-10k": lambda: aws(10_000),
-    "aws-18k": lambda: aws(),
-    "aws-100k": lambda: aws(100_000),
-    "zipf-10k": lambda: zipf(10_000),
-    "zipf-100k": lambda: zipf(100_000),
-}
+WORKLOADS = NAMED
 
 
 def _clean(text: str) -> str:

@@ -13,18 +13,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 
 import toolsift as ts
-from workloads import BUDGET, Workload, aws, zipf
+from workloads import BUDGET, NAMED, Workload
 
-WORKLOADS: dict[str, Callable[[], Workload]] = {
-    "aws-10k": lambda: aws(10_000),
-    "aws-18k": lambda: aws(),
-    "aws-100k": lambda: aws(100_000),
-    "zipf-10k": lambda: zipf(10_000),
-    "zipf-100k": lambda: zipf(100_000),
-}
+WORKLOADS = NAMED
 
 
 def median_select_us(index: ts.Index, work: Workload) -> float:

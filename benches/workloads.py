@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,3 +135,13 @@ def aws(n: int | None = None) -> Workload:
         ][:n]
     services = sorted({p for t in base for p in t.permissions})
     return Workload(f"aws-{len(tools) // 1000}k", tools, AWS_QUERIES, tuple(services[::2]))
+
+
+#: The workloads by the names the benchmarks print (``aws-18k`` is the whole botocore catalog).
+NAMED: dict[str, Callable[[], Workload]] = {
+    "aws-10k": lambda: aws(10_000),
+    "aws-18k": lambda: aws(),
+    "aws-100k": lambda: aws(100_000),
+    "zipf-10k": lambda: zipf(10_000),
+    "zipf-100k": lambda: zipf(100_000),
+}
