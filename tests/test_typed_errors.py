@@ -167,3 +167,47 @@ def test_names_an_api_would_refuse_are_typed_errors_naming_the_tool(name: str, r
             else:
                 assert e([tool])[0]
     assert to_mcp([tool])[0]["name"] == name  # MCP allows dots and 128 characters
+
+
+PACKAGE = Path(ts.__file__).resolve().parent
+#: Builtin raises that are protocol, not errors of the library: a module's ``__getattr__``, the
+#: import-time check of the scanner's own patterns, the CLI's exit status.
+PROTOCOL = {("gateway/__init__.py", "AttributeError"), ("scan.py", "AssertionError"), ("cli.py", "SystemExit")}
+PROTOCOL.add(("__main__.py", "SystemExit"))
+
+
+def _raised_builtins(path: Path) -> list[tuple[str, int]]:
+    import ast
+    import builtins
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        exc = node.exc if isinstance(node, ast.Raise) else None
+        name = exc.func if isinstance(exc, ast.Call) else exc
+        if isinstance(name, ast.Name):
+            kind = getattr(builtins, name.id, None)
+            if isinstance(kind, type) and issubclass(kind, BaseException):
+                found.append((name.id, node.lineno))
+    return found
+
+
+def test_every_exception_the_library_raises_is_a_class_of_toolsift_errors() -> None:
+    import ast
+
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for name, line in _raised_builtins(path):
+            if (rel, name) not in PROTOCOL:
+                offenders.append(f"{rel}:{line} raises {name}")
+        if rel == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.Name | ast.Attribute) and ast.unparse(b).endswith(("Error", "Exception"))
+                for b in node.bases
+            ):
+                offenders.append(f"{rel}:{node.lineno} defines {node.name} outside errors.py")
+    assert offenders == []
+    defined = {n for n, v in vars(ts.errors).items() if isinstance(v, type) and issubclass(v, ts.errors.ToolsiftError)}
+    assert defined == set(ts.errors.__all__)

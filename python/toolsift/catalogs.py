@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .errors import ToolsiftError
+from .errors import MissingExtraError
 from .registry import Catalog, Tool
 
 Progress = Callable[[int, int, str], None]
@@ -114,7 +114,7 @@ def aws_catalog(progress: Progress | None = None, *, use_cache: bool = True) -> 
         import botocore
         import botocore.session
     except ImportError:
-        raise ToolsiftError("the AWS catalog needs botocore: pip install 'toolsift[demo]'") from None
+        raise MissingExtraError("the AWS catalog needs botocore: pip install 'toolsift[demo]'") from None
     cached = cache_dir() / f"aws-botocore-{botocore.__version__}.jsonl"
     if use_cache and cached.exists():
         return Catalog.from_file(cached)

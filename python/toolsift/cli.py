@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalogs import Progress, aws_catalog
-from .errors import ToolsiftError
+from .errors import MissingExtraError, ToolsiftError
 from .index import Index
 from .registry import Catalog
 
@@ -293,7 +293,7 @@ def serve(args: argparse.Namespace) -> int:
         from .gateway import load_config
         from .gateway.server import Gateway
     except ImportError as e:
-        raise ToolsiftError(f"the gateway needs the MCP SDK: pip install 'toolsift[gateway]' ({e})") from None
+        raise MissingExtraError(f"the gateway needs the MCP SDK: pip install 'toolsift[gateway]' ({e})") from None
     config = load_config(args.config)
     overrides = {k: v for k, v in (("transport", args.transport), ("host", args.host), ("port", args.port)) if v}
     if args.port == 0:

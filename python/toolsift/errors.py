@@ -126,26 +126,6 @@ class InternalError(ToolsiftError, RuntimeError):
     """The Rust core failed unexpectedly; the index is unchanged. Please report it."""
 
 
-__all__ = [
-    "CatalogEncodingError",
-    "CatalogError",
-    "CatalogFormatError",
-    "CatalogTooLargeError",
-    "DuplicateToolError",
-    "GatewayConfigError",
-    "InternalError",
-    "InvalidParameterError",
-    "InvalidToolError",
-    "InvalidToolTypeError",
-    "PoisonedToolError",
-    "SchemaError",
-    "SnapshotError",
-    "StoreUnavailableError",
-    "ToolsiftError",
-    "UnknownToolError",
-]
-
-
 class MissingHandlerError(ToolsiftError, LookupError):
     """The tool exists and the caller may use it, but the toolbox has no handler to run it."""
 
@@ -158,3 +138,37 @@ class UpstreamError(ToolsiftError, RuntimeError):
     def __init__(self, server: str, reason: str, message: str) -> None:
         self.server, self.reason = server, reason
         super().__init__(message)
+
+
+class UnknownCallerError(ToolsiftError, PermissionError):
+    """A gateway request carries no caller token, or one no configured caller holds."""
+
+
+class MissingExtraError(ToolsiftError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the
+    extra to install (``pip install 'toolsift[dense]'``)."""
+
+
+__all__ = [
+    "CatalogEncodingError",
+    "CatalogError",
+    "CatalogFormatError",
+    "CatalogTooLargeError",
+    "DuplicateToolError",
+    "GatewayConfigError",
+    "InternalError",
+    "InvalidParameterError",
+    "InvalidToolError",
+    "InvalidToolTypeError",
+    "MissingExtraError",
+    "MissingHandlerError",
+    "PoisonedToolError",
+    "SchemaError",
+    "SnapshotError",
+    "StoreUnavailableError",
+    "ToolsiftError",
+    "UnknownCallerError",
+    "UnknownPermissionError",
+    "UnknownToolError",
+    "UpstreamError",
+]

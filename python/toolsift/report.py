@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import ToolsiftError
+from .errors import MissingExtraError
 
 if TYPE_CHECKING:
     from .doctor import Checkup
@@ -83,11 +83,11 @@ def codes(names: Iterable[str]) -> Markup:
 
 def new_figure(width: float, height: float) -> Any:
     """A matplotlib ``Figure`` (no pyplot, no global figure state), or a
-    :class:`~toolsift.errors.ToolsiftError` saying how to install matplotlib."""
+    :class:`~toolsift.errors.MissingExtraError` saying how to install matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ToolsiftError("the HTML report needs matplotlib: pip install 'toolsift[report]'") from None
+        raise MissingExtraError("the HTML report needs matplotlib: pip install 'toolsift[report]'") from None
     return Figure(figsize=(width, height), layout="constrained")
 
 

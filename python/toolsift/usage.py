@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import InvalidParameterError, ToolsiftError
+from .errors import InvalidParameterError, MissingExtraError, ToolsiftError
 from .query import check_text
 
 
@@ -199,7 +199,7 @@ def _redis_module() -> Any:
     try:
         import redis
     except ImportError:
-        raise ToolsiftError("the Redis store needs the redis client: pip install 'toolsift[cluster]'") from None
+        raise MissingExtraError("the Redis store needs the redis client: pip install 'toolsift[cluster]'") from None
     return redis
 
 

@@ -276,7 +276,7 @@ def decode_manifest(data: bytes) -> tuple[tuple[Row, ...], dict[str, tuple[str, 
 def _row(r: Any) -> Row:
     name, server, upstream, digest, hidden, cut = r
     if not all(isinstance(x, str) for x in (name, server, upstream, digest)):
-        raise TypeError("names and digests must be strings")
+        raise SnapshotError("names and digests must be strings")
     if not isinstance(hidden, bool) or not isinstance(cut, int):
-        raise TypeError("hidden must be a boolean and cut an integer")
+        raise SnapshotError("hidden must be a boolean and cut an integer")
     return name, server, upstream, digest, hidden, cut

@@ -408,14 +408,6 @@ def namespaced(server: str, tool: str) -> str:
     return f"{server}{SEPARATOR}{tool}"
 
 
-def split(name: str) -> tuple[str, str]:
-    """``(server, tool)`` of a namespaced name; server names never hold the separator."""
-    server, sep, tool = name.partition(SEPARATOR)
-    if not sep:
-        raise ValueError(name)
-    return server, tool
-
-
 def permissions_of(
     config: GatewayConfig, server: str, name: str, annotations: Mapping[str, Any] | None
 ) -> tuple[tuple[str, ...], bool]:

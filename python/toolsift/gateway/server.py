@@ -35,7 +35,14 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ..errors import InvalidParameterError, StoreUnavailableError, ToolsiftError, UnknownToolError, UpstreamError
+from ..errors import (
+    InvalidParameterError,
+    StoreUnavailableError,
+    ToolsiftError,
+    UnknownCallerError,
+    UnknownToolError,
+    UpstreamError,
+)
 from ..index import Index
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
 from ..registry import Catalog, Tool
@@ -250,11 +257,11 @@ class Gateway:
         request = getattr(ctx, "request", None)
         if request is None or not hasattr(request, "headers"):
             if self._stdio_caller is None:
-                raise PermissionError("no caller")
+                raise UnknownCallerError("no caller")
             return self._stdio_caller
         caller = self._authenticate(token_of(request.headers))
         if caller is None:
-            raise PermissionError("unknown caller")
+            raise UnknownCallerError("unknown caller")
         return caller
 
     # -- the tool table ------------------------------------------------------------------------

@@ -133,8 +133,8 @@ class Upstream:
                 handshake.deadline = math.inf
                 await self._serve(client)
         if handshake.cancelled_caught:
-            raise TimeoutError(f"no answer to initialize within {self._connect_timeout:g} s")
-        raise RuntimeError(self.last_error or "connection lost")
+            raise UpstreamError(self.name, "timeout", f"no answer to initialize within {self._connect_timeout:g} s")
+        raise UpstreamError(self.name, "unavailable", self.last_error or "connection lost")
 
     async def _serve(self, client: Client) -> None:
         """Lists the tools, then watches the connection until it breaks."""
@@ -174,7 +174,7 @@ class Upstream:
             if not cursor:
                 break
         else:
-            raise RuntimeError(f"tools/list did not end after {MAX_PAGES} pages")
+            raise UpstreamError(self.name, "error", f"tools/list did not end after {MAX_PAGES} pages")
         self.listings += 1
         await self._on_tools(self.name, tools)
 

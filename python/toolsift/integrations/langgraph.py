@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..errors import InvalidParameterError, InvalidToolError, MissingExtraError, UnknownToolError
+
 try:
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
     from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
@@ -29,9 +31,8 @@ try:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Send
 except ImportError as e:  # pragma: no cover - without the extra
-    raise ImportError(f"{__name__} needs LangGraph: pip install 'toolsift[langgraph]' ({e})") from e
+    raise MissingExtraError(f"{__name__} needs LangGraph: pip install 'toolsift[langgraph]' ({e})") from e
 
-from ..errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from ..index import Caller, Index, _caller
 from ..query import Query
 from ..registry import Catalog, Tool

@@ -25,15 +25,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InvalidParameterError, InvalidToolError, MissingExtraError, UnknownToolError
+
 try:
     import anyio
     import mcp_types as types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 except ImportError as e:  # pragma: no cover - without the extra
-    raise ImportError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
+    raise MissingExtraError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
 
-from ..errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from ..gateway.server import digest
 from ..index import Caller, Index, _caller
 from ..plan import CALL, SEARCH
