@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 import toolsift as ts
-from toolsift._core import DEFAULT_PREFIX_WEIGHT
+from toolsift._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
 from toolsift.text import field_params, tool_fields
 from workloads import NAMED
 
@@ -41,7 +41,7 @@ def main() -> None:
     work = WORKLOADS[args.workload]()
     weights, bs = field_params(None, None)
     with open(args.path, "w", encoding="utf-8") as out:
-        out.write(f"P\t0.9\t{DEFAULT_PREFIX_WEIGHT}\t{','.join(map(str, weights))}\t{','.join(map(str, bs))}\n")
+        out.write(f"P\t{DEFAULT_K1}\t{DEFAULT_PREFIX_WEIGHT}\t{','.join(map(str, weights))}\t{','.join(map(str, bs))}\n")
         for tool in work.tools:
             out.write(_tool(tool) + "\n")
         for query in work.queries:

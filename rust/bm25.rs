@@ -64,12 +64,16 @@ pub struct Bm25Params {
 /// Default [`Bm25Params::prefix_weight`], chosen on the BFCL dev set (0.35–0.6 score alike there).
 pub const DEFAULT_PREFIX_WEIGHT: f32 = 0.4;
 
+/// Default [`Bm25Params::k1`], tuned on BFCL (`benches/tune_lexical.py`); the one default of
+/// `toolsift.Index(k1=...)` too, which reads it as `_core.DEFAULT_K1`.
+pub const DEFAULT_K1: f32 = 0.9;
+
 impl Default for Bm25Params {
-    /// BM25 over a single field: k1 = 1.2, b = 0.75, prefix terms at
+    /// BM25 over a single field: k1 = [`DEFAULT_K1`], b = 0.75, prefix terms at
     /// [`DEFAULT_PREFIX_WEIGHT`].
     fn default() -> Self {
         Bm25Params {
-            k1: 1.2,
+            k1: DEFAULT_K1,
             fields: vec![FieldParams {
                 weight: 1.0,
                 b: 0.75,

@@ -7,6 +7,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "DEFAULT_K1",
     "DEFAULT_PREFIX_WEIGHT",
     "MIN_FIELD_WEIGHT",
     "Caller",
@@ -22,6 +23,7 @@ __all__ = [
     "tokenize",
 ]
 __version__: str
+DEFAULT_K1: float
 DEFAULT_PREFIX_WEIGHT: float
 MIN_FIELD_WEIGHT: float
 
@@ -49,7 +51,7 @@ class Index:
         perms: list[list[str]] | list[tuple[str, ...]],
         costs: list[int],
         core: list[bool],
-        k1: float = 0.9,
+        k1: float = ...,
         prefix_weight: float = ...,
         keep_terms: bool = False,
     ) -> Index: ...

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
-from ._core import DEFAULT_PREFIX_WEIGHT
+from ._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
 from .assemble import Selection, default_token_count
 from .dense import DenseIndex, Embedder, unit_rows
 from .errors import (
@@ -182,7 +182,8 @@ class Index:
     Args:
         catalog: The tools, in registry order. The index keeps its own snapshot: tools appended
             to the catalog later need a new index.
-        k1: BM25 term-frequency saturation.
+        k1: BM25 term-frequency saturation; the default, ``_core.DEFAULT_K1`` (0.9, tuned on
+            BFCL), is the core's own ``Bm25Params::default``.
         prefix_weight: Query weight of a word's prefix term relative to the word itself. A word
             of five letters or more is also indexed by its first four, so that derivations the
             stemmer does not join still meet (``multiplication`` and ``multiply``), at this
@@ -239,7 +240,7 @@ class Index:
         self,
         catalog: Catalog | Iterable[Tool],
         *,
-        k1: float = 0.9,
+        k1: float = DEFAULT_K1,
         prefix_weight: float = DEFAULT_PREFIX_WEIGHT,
         b: float | Mapping[str, float] | None = None,
         field_weights: Mapping[str, float] | None = None,

@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use super::convert::{self, HitArrays, PackingTuple};
 use super::errors::detached;
 use super::schema;
-use crate::bm25::{Bm25Params, FieldParams, DEFAULT_PREFIX_WEIGHT};
+use crate::bm25::{Bm25Params, FieldParams, DEFAULT_K1, DEFAULT_PREFIX_WEIGHT};
 use crate::error::Error;
 use crate::index::{DocInput, Index, IndexBuilder, Query};
 use crate::permissions::CallerMask;
@@ -231,7 +231,7 @@ fn build(
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = 0.9, prefix_weight = DEFAULT_PREFIX_WEIGHT, keep_terms = false))]
+    #[pyo3(signature = (fields, weights, bs, perms, costs, core, k1 = DEFAULT_K1, prefix_weight = DEFAULT_PREFIX_WEIGHT, keep_terms = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

@@ -111,6 +111,12 @@ fn crc32_each<'py>(
     Ok(pyo3::types::PyBytes::new(py, &out))
 }
 
+/// `x` as the Python float of its shortest decimal (`0.9`, not `0.8999999761581421`): the same
+/// `f32` once passed back, and the same text where Python writes it (a snapshot's header).
+fn shortest_decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
@@ -125,6 +131,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;
+    m.add("DEFAULT_K1", shortest_decimal(crate::bm25::DEFAULT_K1))?;
     m.add("MIN_FIELD_WEIGHT", crate::bm25::MIN_FIELD_WEIGHT)?;
     Ok(())
 }
