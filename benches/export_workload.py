@@ -41,7 +41,9 @@ def main() -> None:
     work = WORKLOADS[args.workload]()
     weights, bs = field_params(None, None)
     with open(args.path, "w", encoding="utf-8") as out:
-        out.write(f"P\t{DEFAULT_K1}\t{DEFAULT_PREFIX_WEIGHT}\t{','.join(map(str, weights))}\t{','.join(map(str, bs))}\n")
+        out.write(
+            f"P\t{DEFAULT_K1}\t{DEFAULT_PREFIX_WEIGHT}\t{','.join(map(str, weights))}\t{','.join(map(str, bs))}\n"
+        )
         for tool in work.tools:
             out.write(_tool(tool) + "\n")
         for query in work.queries:

@@ -33,7 +33,7 @@ def main() -> None:
             recall, tokens = [], []
             start = time.perf_counter()
             for q in data.queries:
-                sel = index.select(q.text, budget=budget, groups=groups)
+                sel = index.select(q.text, budget_tokens=budget, groups=groups)
                 found = {data.label(n) for n in sel.names}
                 recall.append(len(found & set(q.relevant)) / len(q.relevant))
                 tokens.append(sel.tokens)

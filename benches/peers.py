@@ -45,7 +45,7 @@ def _costs(w: Workload) -> np.ndarray:
 
 def toolsift(w: Workload) -> Select:
     idx = w.index
-    return lambda q, caller, budget: list(idx.select(q, caller, budget))
+    return lambda q, caller, budget: list(idx.select(q, caller=caller, budget_tokens=budget))
 
 
 def seed_reference(w: Workload) -> Select:

@@ -25,7 +25,7 @@ def median_select_us(index: ts.Index, work: Workload) -> float:
     times = []
     for q in work.queries:
         start = time.perf_counter_ns()
-        index.select(q, work.caller, BUDGET)
+        index.select(q, caller=work.caller, budget_tokens=BUDGET)
         times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1000
 

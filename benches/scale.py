@@ -82,14 +82,16 @@ def library(n: int) -> Row:
         _, load = once(lambda: ts.Index.load(path))
     row |= {"save s": f"{save:.2f}", "load s": f"{load:.3f}", "file bytes/tool": f"{size / n:,.0f}"}
     row["search µs"] = f"{median_us(lambda q: index.search(q, k=5, caller=caller), queries):.1f}"
-    row["select µs"] = f"{median_us(lambda q: index.select(q, caller, BUDGET, k=8), queries):.1f}"
+    row["select µs"] = (
+        f"{median_us(lambda q: index.select(q, caller=caller, budget_tokens=BUDGET, max_tools=8), queries):.1f}"
+    )
     box, plan = once(lambda: _tiered(index, caller))
     array = sum(default_token_count(t["function"]) for t in box.tools("openai"))
     row |= {"Toolbox plan + tools s": f"{plan:.3f}", "tools array tokens": f"{array:,} / {BUDGET:,}"}
     search = median_us(lambda q: box.call("tool_search", {"query": q}), queries)
     row["Toolbox tool_search µs"] = f"{search:.0f}"
     isolated, tenant_build = once(lambda: ts.Index(tools, statistics="caller"))
-    _, first = once(lambda: isolated.select(queries[0], caller, BUDGET))
+    _, first = once(lambda: isolated.select(queries[0], caller=caller, budget_tokens=BUDGET))
     row |= {"Index(statistics='caller') s": f"{tenant_build:.2f}", "its first query s": f"{first:.3f}"}
     return row
 

@@ -29,14 +29,14 @@ def main() -> None:
         w = zipf(n)
         shared, isolated = ts.Index(w.tools), ts.Index(w.tools, statistics="caller")
         t0 = time.perf_counter()
-        isolated.select(w.queries[0], w.caller, BUDGET)
+        isolated.select(w.queries[0], caller=w.caller, budget_tokens=BUDGET)
         first = (time.perf_counter() - t0) * 1e3
         times: dict[str, list[float]] = {"shared": [], "caller": []}
         for _ in range(args.rounds):
             for q in w.queries:
                 for name, index in (("shared", shared), ("caller", isolated)):
                     t = time.perf_counter_ns()
-                    index.select(q, w.caller, BUDGET)
+                    index.select(q, caller=w.caller, budget_tokens=BUDGET)
                     times[name].append((time.perf_counter_ns() - t) / 1e3)
         s, c = (np.median(times[k]) for k in ("shared", "caller"))
         p = {k: np.percentile(v, 99) for k, v in times.items()}

@@ -39,7 +39,7 @@ def _correct(w: Workload, selections: list) -> bool:
 
 def test_toolsift_select(benchmark, workload: Workload) -> None:  # type: ignore[no-untyped-def]
     idx = workload.index
-    out = benchmark(lambda: [idx.select(q, workload.caller, BUDGET) for q in workload.queries])
+    out = benchmark(lambda: [idx.select(q, caller=workload.caller, budget_tokens=BUDGET) for q in workload.queries])
     benchmark.extra_info.update(queries=len(workload.queries), correct=_correct(workload, out))
 
 
@@ -51,7 +51,7 @@ def test_seed_reference_select(benchmark, workload: Workload) -> None:  # type: 
 
 def test_toolsift_search_top10(benchmark, workload: Workload) -> None:  # type: ignore[no-untyped-def]
     idx = workload.index
-    out = benchmark(lambda: [idx.search(q, 10, workload.caller) for q in workload.queries])
+    out = benchmark(lambda: [idx.search(q, k=10, caller=workload.caller) for q in workload.queries])
     caller = set(workload.caller)
     benchmark.extra_info.update(correct=all(set(h.tool.permissions) <= caller for hits in out for h in hits))
 

@@ -42,7 +42,7 @@ def main() -> None:
     idx, queries = w.index, w.queries
 
     def run() -> int:
-        return len(idx.select_many(queries, w.caller, BUDGET))
+        return len(idx.select_many(queries, caller=w.caller, budget_tokens=BUDGET))
 
     one = throughput(1, args.seconds, run)
     two = throughput(2, args.seconds, run)

@@ -26,6 +26,22 @@ def catalog_file(tmp_path: Path) -> Path:
     return path
 
 
+def test_renamed_options_still_work_and_name_their_new_spelling(
+    catalog_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new = ["--budget-tokens", "1000", "--max-tools", "0"]
+    assert main(["search", str(catalog_file), "order status", "--caller", "orders.read", *new]) == 0
+    want = capsys.readouterr()
+    assert (
+        main(["search", str(catalog_file), "order status", "--caller", "orders.read", "--budget", "1000", "-k", "0"])
+        == 0
+    )
+    got = capsys.readouterr()
+    assert got.out == want.out and want.out.split() == ["search_help"]
+    assert "--budget is now --budget-tokens" in got.err and "-k is now --max-tools" in got.err
+    assert "is now" not in want.err
+
+
 def test_search_prints_the_selection_for_the_caller(catalog_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", str(catalog_file), "refund my order", "--caller", "orders.read"]) == 0
     assert capsys.readouterr().out.split() == ["search_help", "order_status"]

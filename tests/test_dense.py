@@ -59,7 +59,7 @@ def test_dense_side_never_returns_or_selects_a_forbidden_tool(exact_below: int) 
     for query in ("reimburse my cash", "erase everything", "acquire a thing and reimburse"):
         names = {h.tool.name for h in idx.search(query, k=10)}
         assert not names & {"issue_refund", "delete_account"}
-        assert not set(idx.select(query, budget=10_000).names) & {"issue_refund", "delete_account"}
+        assert not set(idx.select(query, budget_tokens=10_000).names) & {"issue_refund", "delete_account"}
     assert idx.search("reimburse my cash", k=1, caller=["billing"])[0].tool.name == "issue_refund"
 
 
@@ -67,7 +67,7 @@ def test_dense_side_finds_synonyms_the_lexical_side_cannot() -> None:
     lexical, both = ts.Index(TOOLS), hybrid()
     assert lexical.search("acquire something") == []
     assert both.search("acquire something", k=1)[0].tool.name == "place_order"
-    assert both.select("acquire something", budget=10_000, k=1).names == ("place_order",)
+    assert both.select("acquire something", budget_tokens=10_000, max_tools=1).names == ("place_order",)
 
 
 def test_filtered_graph_search_returns_k_allowed_tools_like_brute_force() -> None:
@@ -170,7 +170,7 @@ def test_rerank_hook_reorders_and_drops_but_cannot_add_tools() -> None:
     hits = idx.search("send an email message about the customer account invoices", k=5)
     assert [h.tool.name for h in hits] == sorted(h.tool.name for h in hits)
     assert "delete_account" not in [h.tool.name for h in hits]
-    assert "delete_account" not in idx.select("delete the customer account", budget=10_000).names
+    assert "delete_account" not in idx.select("delete the customer account", budget_tokens=10_000).names
 
 
 def test_default_embedder_names_the_extra_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,6 +193,6 @@ def test_without_hnswlib_large_sets_are_searched_exactly(monkeypatch: pytest.Mon
     vectors = np.random.default_rng(5).normal(size=(50, 8)).astype(np.float32)
     idx = DenseIndex(vectors, exact_below=10)
     assert idx.graph is None
-    want = DenseIndex(vectors, exact_below=10**9).search(vectors[3], 5)
-    got = idx.search(vectors[3], 5)
+    want = DenseIndex(vectors, exact_below=10**9).search(vectors[3], k=5)
+    got = idx.search(vectors[3], k=5)
     assert got[0].tolist() == want[0].tolist() and got[0][0] == 3

@@ -115,6 +115,6 @@ def test_select_equals_the_oracle(
 ) -> None:
     idx, oracle = build(specs, prefix_weight)
     assume(not oracle.ambiguous(query) and well_separated(oracle.scores(query, caller)))
-    sel = idx.select(query, caller, budget, k=k)
+    sel = idx.select(query, caller=caller, budget_tokens=budget, max_tools=k)
     assert list(sel) == oracle.select(query, caller, budget, k)
     assert all(oracle.allowed(i, caller) for i in sel)

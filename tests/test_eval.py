@@ -55,7 +55,7 @@ def labelled(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_runner_scores_a_labelled_pair_of_files(labelled: tuple[Path, Path]) -> None:
     data = load_files(*labelled)
-    result = evaluate(toolsift_system(data), data, budget=10_000)
+    result = evaluate(toolsift_system(data), data, budget_tokens=10_000)
     assert data.categories() == ["a", "b", "all"]
     assert result.overall["R@10"] == 1.0 and result.by_category["a"]["R@1"] == 1.0
     assert result.selection["recall"] == 1.0 and result.latency_us["p50"] > 0

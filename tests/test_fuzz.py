@@ -90,9 +90,10 @@ def test_tools_index_and_queries_never_crash(
         return
     other = ts.Tool("other", query.encode(errors="replace").decode() or "x")  # matches the query, if it is text
     index = ts.Index([tool, other], scan="report")
-    outcome(index.search, query, 5, caller)
-    outcome(index.select, query, caller, budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
-    outcome(index.select, query, caller, budget)  # a wrong-typed budget is a typed error too
+    outcome(lambda: index.search(query, k=5, caller=caller))
+    fair = budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+    outcome(lambda: index.select(query, caller=caller, budget_tokens=fair))
+    outcome(lambda: index.select(query, caller=caller, budget_tokens=budget))  # a wrong-typed budget: typed error
 
 
 def _deep(levels: int, leaf: Any) -> Any:

@@ -107,7 +107,7 @@ def test_a_slow_plan_for_one_caller_does_not_delay_another_callers_search(
 # -- 3. per-caller statistics by default -----------------------------------------------------------
 def test_the_gateway_ranks_each_caller_with_its_own_statistics(gateway: Gateway, tmp_path: Path) -> None:
     index = gateway.version.index
-    visible = [t for t in (index.tool(i) for i in range(len(index))) if index.allows(["weather"], t.name)]
+    visible = [t for t in (index.tool(i) for i in range(len(index))) if index.allows(t.name, caller=["weather"])]
     alone = ts.Index(visible)
     found = 0
     for query in ("weather forecast for a city", "read a file", "air quality"):

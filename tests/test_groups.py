@@ -55,10 +55,10 @@ def test_groups_names_only_groups_holding_tools_the_caller_may_use(
     index: ts.Index, tools: list[ts.Tool], caller: list[str]
 ) -> None:
     want = Counter(default_group(t) for t in tools if set(t.permissions) <= set(caller))
-    assert index.groups(caller) == dict(sorted(want.items()))
-    assert index.groups(None) == {}  # every tool needs a permission
+    assert index.groups(caller=caller) == dict(sorted(want.items()))
+    assert index.groups(caller=None) == {}  # every tool needs a permission
     hidden = {default_group(t) for t in tools} - set(want)
-    assert hidden and not hidden & set(index.groups(caller))
+    assert hidden and not hidden & set(index.groups(caller=caller))
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -89,10 +89,10 @@ def test_a_hierarchical_selection_takes_tools_of_the_best_groups_only(
 ) -> None:
     ranked = index.search(query, k=100, caller=caller)
     best = list(dict.fromkeys(default_group(h.tool) for h in ranked))[:2]
-    sel = index.select(query, caller, 2000, groups=2)
+    sel = index.select(query, caller=caller, budget_tokens=2000, groups=2)
     assert sel.names and {default_group(t) for t in sel.tools} <= set(best)
     # it is the selection limited to those groups by name
-    assert sel == index.select(query, caller, 2000, group=best)
+    assert sel == index.select(query, caller=caller, budget_tokens=2000, group=best)
     # and a selection within a group is what the caller's whole ranking holds of it, packed
     inside = [h.position for h in index.search(query, k=len(tools), caller=caller) if default_group(h.tool) in best]
     assert set(sel) <= set(inside)
@@ -130,10 +130,12 @@ def test_every_path_agrees_on_searches_within_groups(
             assert [h.tool.name for h in loaded.search(query, k=10, caller=caller, group=group)] == names
             mine = [h.tool.name for h in isolated.search(query, k=10, caller=caller, group=group)]
             assert mine == [h.tool.name for h in alone.search(query, k=10, caller=caller, group=group)]
-            assert loaded.select(query, caller, 1500, group=group) == index.select(query, caller, 1500, group=group)
-            assert [isolated.name(i) for i in isolated.select(query, caller, 1500, groups=1)] == list(
-                alone.select(query, caller, 1500, groups=1).names
+            assert loaded.select(query, caller=caller, budget_tokens=1500, group=group) == index.select(
+                query, caller=caller, budget_tokens=1500, group=group
             )
+            assert [
+                isolated.name(i) for i in isolated.select(query, caller=caller, budget_tokens=1500, groups=1)
+            ] == list(alone.select(query, caller=caller, budget_tokens=1500, groups=1).names)
 
 
 def test_a_fused_ranking_is_limited_to_the_group_too() -> None:
@@ -149,7 +151,7 @@ def test_a_fused_ranking_is_limited_to_the_group_too() -> None:
         assert hits and all(h.tool.name.startswith("shop.") for h in hits)
         everything = [h.tool.name for h in index.search(query, k=10, caller=["billing"])]
         assert [h.tool.name for h in hits] == [n for n in everything if n.startswith("shop.")]
-        sel = index.select(query, ["billing"], groups=1)
+        sel = index.select(query, caller=["billing"], groups=1)
         assert len({n.split(".")[0] for n in sel.names}) == 1
 
 
@@ -175,12 +177,14 @@ def test_a_custom_grouping_and_bad_arguments() -> None:
 def test_selection_mode_of_a_toolbox_picks_groups_first(tools: list[ts.Tool], caller: list[str]) -> None:
     box = ts.Toolbox(ts.Catalog(tools), caller=caller)
     messages = [{"role": "user", "content": "upload a file to a bucket"}]
-    names = [t["function"]["name"] for t in box.select(messages, budget=2000, groups=1)]
+    names = [t["function"]["name"] for t in box.select(messages, budget_tokens=2000, groups=1)]
     assert names and len({n.split("__")[0] for n in names}) == 1
     by_name = {t.name: t for t in tools}
     assert all(set(by_name[n].permissions) <= set(caller) for n in names)
     assert np.all(np.diff([box.index.names.index(n) for n in names]) > 0)  # registry order
-    assert names == [t["function"]["name"] for t in box.select(messages, budget=2000, group=names[0].split("__")[0])]
+    assert names == [
+        t["function"]["name"] for t in box.select(messages, budget_tokens=2000, group=names[0].split("__")[0])
+    ]
 
 
 def test_tool_search_within_a_group_follows_the_index_grouping() -> None:

@@ -200,7 +200,7 @@ def test_react_agent_binds_each_turns_selection_and_refuses_what_it_did_not_sele
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's
-        agent = create_react_agent(toolset.model(model, budget=4000), toolset.tool_node())
+        agent = create_react_agent(toolset.model(model, budget_tokens=4000), toolset.tool_node())
     out = agent.invoke({"messages": [("user", "where is my order?")]}, config=caller_config(("orders.read",)))
     # turn 2: order_status was called, so it stays loaded; the model's 'issue_refund' brings in
     # refund_policy through the query, never issue_refund itself

@@ -229,7 +229,7 @@ def test_selection_mode_picks_this_turns_tools_from_responses_items() -> None:
         },
         {"role": "user", "content": "yes, do it"},
     ]
-    tools = select_tools(box, history, budget=4000)
+    tools = select_tools(box, history, budget_tokens=4000)
     assert [t.name for t in tools] == ["search_help", "issue_refund", "refund_policy"]
     assert all(isinstance(t, FunctionTool) and not t.strict_json_schema for t in tools)
     model = ScriptedModel([[function_call("issue_refund", {}, call_id="r")], [assistant_message("Refunded.")]])
@@ -238,7 +238,7 @@ def test_selection_mode_picks_this_turns_tools_from_responses_items() -> None:
     assert result.final_output == "Refunded." and ran == ["issue_refund"]
     # the next user turn: the conversation so far, as the SDK returns it; used tools stay in
     later = [*result.to_input_list(), {"role": "user", "content": "where is my help article?"}]
-    assert "issue_refund" in [t.name for t in select_tools(box, later, budget=4000)]
+    assert "issue_refund" in [t.name for t in select_tools(box, later, budget_tokens=4000)]
 
 
 def test_function_tools_defaults_to_the_toolbox_tools_array() -> None:

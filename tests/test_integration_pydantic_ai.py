@@ -160,7 +160,7 @@ def test_prepare_tools_loads_what_the_conversation_needs_and_keeps_the_agents_ow
         deps_type=ts.Toolbox,
         tools=[Tool(local_clock)],
         toolsets=[ToolsiftToolset()],
-        capabilities=[PrepareTools(prepare_tools(budget=4000))],
+        capabilities=[PrepareTools(prepare_tools(budget_tokens=4000))],
     )
     ask = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("Shall I refund the duplicate payment?")]))
     first = agent.run_sync("I was charged twice", deps=box, model=ask)
@@ -176,7 +176,7 @@ def test_prepare_tools_loads_a_selected_deferred_tool_and_leaves_the_rest_discov
     agent = Agent(
         FunctionModel(script),
         toolsets=[ToolsiftToolset(box)],
-        capabilities=[PrepareTools(prepare_tools(box, budget=4000)), tool_search()],
+        capabilities=[PrepareTools(prepare_tools(box, budget_tokens=4000)), tool_search()],
     )
     agent.run_sync("what is the shipping status of my order?")
     assert script.tools[0] == ["search_help", "order_status", "search_tools"]  # refund_policy still deferred

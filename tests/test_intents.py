@@ -74,10 +74,10 @@ def test_a_compound_request_gets_a_tool_for_each_intent() -> None:
     assert "book_hotel" in names(split.search(request, k=3))
     assert names(split.search(request, k=3))[0] == names(single.search(request, k=3))[0]
     budget = 3 * max(split.cost(i) for i in range(len(split)))
-    assert "book_hotel" in split.select(request, budget=budget, k=3).names
-    assert "book_hotel" not in single.select(request, budget=budget, k=3).names
-    assert [s.names for s in split.select_many([request], budget=budget, k=3)] == [
-        split.select(request, budget=budget, k=3).names
+    assert "book_hotel" in split.select(request, budget_tokens=budget, max_tools=3).names
+    assert "book_hotel" not in single.select(request, budget_tokens=budget, max_tools=3).names
+    assert [s.names for s in split.select_many([request], budget_tokens=budget, max_tools=3)] == [
+        split.select(request, budget_tokens=budget, max_tools=3).names
     ]
     assert split.search_many([request], k=3) == [split.search(request, k=3)]
 
@@ -92,7 +92,10 @@ def test_a_request_of_one_intent_is_ranked_as_without_intents() -> None:
         COMPOUND[:-14],
     ]:
         assert split.search(request) == single.search(request)
-        assert split.select(request, budget=500).to_openai() == single.select(request, budget=500).to_openai()
+        assert (
+            split.select(request, budget_tokens=500).to_openai()
+            == single.select(request, budget_tokens=500).to_openai()
+        )
 
 
 def test_intents_never_bring_in_a_tool_the_caller_may_not_use() -> None:
@@ -100,7 +103,7 @@ def test_intents_never_bring_in_a_tool_the_caller_may_not_use() -> None:
     request = "Book a hotel room for two nights. Send an invoice to the customer."
     assert "send_invoice" in names(index.search(request, caller="billing"))
     assert "send_invoice" not in names(index.search(request))
-    assert "send_invoice" not in index.select(request, budget=None).names
+    assert "send_invoice" not in index.select(request, budget_tokens=None).names
 
 
 def test_the_setting_is_saved_and_checked(tmp_path: Path) -> None:

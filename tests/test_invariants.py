@@ -26,7 +26,7 @@ def test_forbidden_tool_is_never_returned_counted_or_named(support: ts.Index) ->
     forbidden = {"issue_refund", "delete_account"}
     for q in QUERIES:
         assert not forbidden & {h.tool.name for h in support.search(q, k=10, caller=caller)}
-        sel = support.select(q, caller, budget=130)
+        sel = support.select(q, caller=caller, budget_tokens=130)
         emitted = json.dumps([sel.to_openai(), sel.to_anthropic(), sel.to_mcp(), repr(sel), sel.note])
         assert not forbidden & set(sel.names)
         assert not forbidden & {d.tool.name for d in sel.dropped}
@@ -47,7 +47,7 @@ def test_forbidden_and_unknown_tools_raise_the_same_error(support: ts.Index) -> 
 def test_forbidden_tool_never_changes_scores_of_allowed_tools(support: ts.Index) -> None:
     narrow, wide = ["orders.read"], ["orders.read", "billing.refund", "admin", "crm.read"]
     for q in QUERIES:
-        allowed = [h for h in support.search(q, k=10, caller=wide) if support.allows(narrow, h.tool.name)]
+        allowed = [h for h in support.search(q, k=10, caller=wide) if support.allows(h.tool.name, caller=narrow)]
         assert support.search(q, k=10, caller=narrow) == allowed
 
 
@@ -161,7 +161,7 @@ def test_no_caller_sees_public_tools_only(support: ts.Index) -> None:
 def test_output_lists_core_tools_first_then_the_rest_in_registry_order() -> None:
     tools = [ts.Tool(f"send_{w}", f"send a {w} message", cost_tokens=10) for w in ("sms", "email", "fax", "page")]
     tools.append(ts.Tool("ask_user", "ask the user a question", core=True, cost_tokens=10))
-    sel = ts.Index(tools).select("send an email message or sms or fax", budget=1000)
+    sel = ts.Index(tools).select("send an email message or sms or fax", budget_tokens=1000)
     assert sel.names[0] == "ask_user"
     assert list(sel.positions[1:]) == sorted(sel.positions[1:])
     assert sel.core == ("ask_user",)
@@ -169,27 +169,29 @@ def test_output_lists_core_tools_first_then_the_rest_in_registry_order() -> None
 
 def test_appending_tools_never_reorders_an_unchanged_selection() -> None:
     base = [ts.Tool(f"tool_{i}", f"manage widget number {i} and gadgets", cost_tokens=20) for i in range(20)]
-    before = ts.Index(base).select("manage widget gadgets", budget=200)
+    before = ts.Index(base).select("manage widget gadgets", budget_tokens=200)
     more = base + [ts.Tool(f"zz_{i}", f"unrelated lorem ipsum {i}", cost_tokens=20) for i in range(30)]
-    after = ts.Index(more).select("manage widget gadgets", budget=200)
+    after = ts.Index(more).select("manage widget gadgets", budget_tokens=200)
     assert set(after.names) == set(before.names)
     assert after.names == before.names and after.to_openai() == before.to_openai()
 
 
 def test_empty_query_and_no_match_return_core_tools_only(support: ts.Index) -> None:
     for q in ("", "   ", "zzz qqq", "!!!"):
-        assert support.select(q, ["crm.read"], budget=10_000).names == ("search_help",)
+        assert support.select(q, caller=["crm.read"], budget_tokens=10_000).names == ("search_help",)
         assert support.search(q, caller=["crm.read"]) == []
 
 
 def test_k_above_the_hits_returns_fewer_and_k_zero_returns_none(support: ts.Index) -> None:
     assert len(support.search("refund", k=1000, caller=["billing.refund"])) == 2
     assert support.search("refund", k=0) == []
-    assert support.select("refund order", ["orders.read"], budget=10_000, k=0).names == ("search_help",)
+    assert support.select("refund order", caller=["orders.read"], budget_tokens=10_000, max_tools=0).names == (
+        "search_help",
+    )
 
 
 def test_zero_budget_keeps_core_tools_and_says_why(support: ts.Index) -> None:
-    sel = support.select("refund order", ["orders.read"], budget=0)
+    sel = support.select("refund order", caller=["orders.read"], budget_tokens=0)
     assert sel.names == ("search_help",)
     assert sel.note and "core" in sel.note
 
@@ -201,7 +203,7 @@ def test_a_candidate_too_big_for_the_budget_is_skipped_and_smaller_ones_still_ta
             ts.Tool("refund_small", "refund a payment", cost_tokens=50),
         ]
     )
-    sel = idx.select("refund", budget=100)
+    sel = idx.select("refund", budget_tokens=100)
     assert sel.names == ("refund_small",)
     assert [(d.tool.name, d.reason) for d in sel.dropped] == [("refund_big", "over_budget")]
 
@@ -216,7 +218,7 @@ SCRIPT = textwrap.dedent(
     out = []
     for q in ["w1 w2 w3", "w5 w5 w16", "w0"]:
         out.append([(h.position, h.score) for h in idx.search(q, k=20, caller=["p1", "p2"])])
-        out.append(idx.select(q, ["p0", "p1"], budget=200).to_openai())
+        out.append(idx.select(q, caller=["p0", "p1"], budget_tokens=200).to_openai())
     print(json.dumps(out))
     """
 )

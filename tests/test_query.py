@@ -19,7 +19,7 @@ def test_a_bare_confirmation_retrieves_the_tool_under_discussion(support: ts.Ind
     assert support.search("yes, do it", caller=caller) == []
     hits = support.search(ts.Query.from_messages(CHAT), k=3, caller=caller)
     assert hits[0].tool.name == "issue_refund"
-    assert "issue_refund" in support.select(ts.Query.from_messages(CHAT), caller, budget=400).names
+    assert "issue_refund" in support.select(ts.Query.from_messages(CHAT), caller=caller, budget_tokens=400).names
 
 
 def test_latest_message_weighs_most_and_older_turns_decay() -> None:

@@ -55,7 +55,7 @@ def test_parameters_nested_past_the_limit_are_refused_at_definition_not_later() 
 
     ok = ts.Tool("deep_ok", parameters=nested(MAX_SCHEMA_DEPTH))
     index = ts.Index([ok])  # costed, indexed and emitted without hitting the recursion limit
-    assert index.select("deep", budget=None) is not None and ok.definition()["parameters"]
+    assert index.select("deep", budget_tokens=None) is not None and ok.definition()["parameters"]
     # past the limit: a typed error naming the tool, whatever the depth of the calling stack
     for levels in (MAX_SCHEMA_DEPTH + 1, 5_000):
         with pytest.raises(SchemaError, match="nest deeper") as e:
@@ -111,8 +111,8 @@ def test_catalog_is_ordered_and_looks_tools_up_by_name() -> None:
         cat.position("zz")
 
 
-def test_negative_budget_and_bad_k_are_refused(support: ts.Index) -> None:
-    for kwargs in ({"budget": -1}, {"budget": 1.5}, {"k": -2}):
+def test_negative_budget_and_bad_max_tools_are_refused(support: ts.Index) -> None:
+    for kwargs in ({"budget_tokens": -1}, {"budget_tokens": 1.5}, {"max_tools": -2}):
         with pytest.raises(InvalidParameterError):
             support.select("order", **kwargs)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError):
@@ -125,10 +125,12 @@ def test_negative_budget_and_bad_k_are_refused(support: ts.Index) -> None:
 
 def test_counts_past_64_bits_mean_no_limit(support: ts.Index) -> None:
     huge = 2**70
-    assert list(support.select("order", budget=huge)) == list(support.select("order"))
-    assert list(support.select("order", k=huge)) == list(support.select("order"))
+    assert list(support.select("order", budget_tokens=huge)) == list(support.select("order"))
+    assert list(support.select("order", max_tools=huge)) == list(support.select("order"))
     assert support.search("order", k=huge) == support.search("order", k=len(support))
-    assert [list(s) for s in support.select_many(["order"], budget=huge, k=huge)] == [list(support.select("order"))]
+    assert [list(s) for s in support.select_many(["order"], budget_tokens=huge, max_tools=huge)] == [
+        list(support.select("order"))
+    ]
 
 
 @pytest.mark.parametrize(("k1", "b"), [(math.nan, 0.75), (-1.0, 0.75), (1.2, 1.5)])
@@ -158,7 +160,7 @@ def test_empty_enormous_and_odd_text_is_indexed_without_error() -> None:
     ]
     idx = ts.Index(tools)
     assert {h.tool.name for h in idx.search("needle")} == {"huge", "odd"}
-    assert ts.Index([]).select("anything", budget=10).names == ()
+    assert ts.Index([]).select("anything", budget_tokens=10).names == ()
 
 
 def test_a_core_panic_surfaces_as_a_typed_internal_error() -> None:

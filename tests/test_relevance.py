@@ -62,18 +62,21 @@ def test_a_request_nothing_fits_gets_only_the_core_tools() -> None:
     vague = "get me the data for 2024"  # common words and a number: five tools match
     assert len(plain.search(vague, caller=EVERYONE)) == 5
     assert gated.search(vague, caller=EVERYONE) == []
-    assert gated.select(vague, EVERYONE, budget=1000).names == ("search_help",)
-    assert plain.select(vague, EVERYONE, budget=1000).names != ("search_help",)
+    assert gated.select(vague, caller=EVERYONE, budget_tokens=1000).names == ("search_help",)
+    assert plain.select(vague, caller=EVERYONE, budget_tokens=1000).names != ("search_help",)
 
 
 def test_a_request_that_fits_is_answered_as_without_the_gate() -> None:
     gated, plain = ts.Index(TOOLS, min_evidence=0.5), ts.Index(TOOLS)
     for q in ["refund the payment of my order", "weather forecast in Paris", "shipping status"]:
         assert gated.search(q, caller=EVERYONE) == plain.search(q, caller=EVERYONE)
-        assert gated.select(q, EVERYONE, budget=1000).to_openai() == plain.select(q, EVERYONE, budget=1000).to_openai()
+        assert (
+            gated.select(q, caller=EVERYONE, budget_tokens=1000).to_openai()
+            == plain.select(q, caller=EVERYONE, budget_tokens=1000).to_openai()
+        )
         assert gated.search_many([q], caller=EVERYONE) == plain.search_many([q], caller=EVERYONE)
-        assert [s.names for s in gated.select_many([q], EVERYONE)] == [
-            s.names for s in plain.select_many([q], EVERYONE)
+        assert [s.names for s in gated.select_many([q], caller=EVERYONE)] == [
+            s.names for s in plain.select_many([q], caller=EVERYONE)
         ]
     assert gated.search_many(["get me the data"], caller=EVERYONE) == [[]]
 

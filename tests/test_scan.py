@@ -80,8 +80,8 @@ def test_withhold_indexes_but_never_emits_a_flagged_tool() -> None:
     index = ts.Index([*CLEAN, POISONED], scan="withhold")
     assert {f.tool for f in index.findings} == {"add_numbers"}
     assert "add_numbers" not in [h.tool.name for h in index.search("add two numbers", k=10)]
-    assert "add_numbers" not in index.select("add two numbers", budget=None).names
-    assert not index.allows(None, "add_numbers")
+    assert "add_numbers" not in index.select("add two numbers", budget_tokens=None).names
+    assert not index.allows("add_numbers", caller=None)
     with pytest.raises(InvalidParameterError, match="reserved"):
         index.search("add", caller=["toolsift:withheld"])
     box = ts.Toolbox(index, tiers=ts.ToolTierOptions(), handlers={"add_numbers": lambda a: 3})

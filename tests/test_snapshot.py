@@ -25,7 +25,7 @@ def answers(idx: ts.Index) -> str:
     out = []
     for q in QUERIES:
         out.append([(h.tool.name, h.score) for h in idx.search(q, k=10, caller=AGENT)])
-        out.append(idx.select(q, AGENT, budget=400).to_openai())
+        out.append(idx.select(q, caller=AGENT, budget_tokens=400).to_openai())
     return json.dumps(out)
 
 
@@ -34,7 +34,9 @@ def test_a_saved_index_loads_and_answers_byte_identically(support: ts.Index, tmp
     support.save(path)
     loaded = ts.Index.load(path)
     assert answers(loaded) == answers(support)
-    assert loaded.names == support.names and loaded.get("order_status", AGENT) == support.get("order_status", AGENT)
+    assert loaded.names == support.names and loaded.get("order_status", caller=AGENT) == support.get(
+        "order_status", caller=AGENT
+    )
     assert [t.name for t in loaded._tools] == support.names
 
 
@@ -197,7 +199,7 @@ def test_swapped_names_in_the_header_are_refused_when_the_tools_are_used(saved: 
     index = ts.Index.load(reseal(saved, p._replace(header={**p.header, "names": names})))
     refused_when_used(index, [1, 3])
     with pytest.raises(SnapshotError, match="another name"):
-        index.get("issue_refund", ["billing.refund"])
+        index.get("issue_refund", caller=["billing.refund"])
 
 
 def test_swapped_tool_lines_are_refused_when_the_tools_are_used(saved: Path) -> None:
@@ -227,10 +229,10 @@ def refused_on_every_use(index: ts.Index, name: str, position: int) -> None:
     uses = [
         lambda: index.tool(position),
         lambda: index.name(position),
-        lambda: index.get(name, everyone),
-        lambda: index.allows(everyone, name),
+        lambda: index.get(name, caller=everyone),
+        lambda: index.allows(name, caller=everyone),
         lambda: index.search(name.replace("_", " "), k=10, caller=everyone),
-        lambda: index.select(name.replace("_", " "), everyone, budget=None).names,
+        lambda: index.select(name.replace("_", " "), caller=everyone, budget_tokens=None).names,
         lambda: list(index._tools),
     ]
     for use in uses:

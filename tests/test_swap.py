@@ -26,7 +26,12 @@ def test_selects_during_index_swaps_see_exactly_one_version() -> None:
     expected = []
     for tools in catalogs:
         index = ts.Index(tools)
-        expected.append({q: (index.select(q, ["p0", "p1"], 300).names, index.search(q, 5, ["p0"])) for q in QUERIES})
+        expected.append(
+            {
+                q: (index.select(q, caller=["p0", "p1"], budget_tokens=300).names, index.search(q, k=5, caller=["p0"]))
+                for q in QUERIES
+            }
+        )
     live: dict[str, tuple[int, ts.Index]] = {"current": (0, ts.Index(catalogs[0]))}
     stop = threading.Event()
     errors: list[str] = []
@@ -43,8 +48,8 @@ def test_selects_during_index_swaps_see_exactly_one_version() -> None:
             n, index = live["current"]  # one atomic read of (version, index)
             q = QUERIES[(t + i) % len(QUERIES)]
             try:
-                names = index.select(q, ["p0", "p1"], 300).names
-                hits = index.search(q, 5, ["p0"])
+                names = index.select(q, caller=["p0", "p1"], budget_tokens=300).names
+                hits = index.search(q, k=5, caller=["p0"])
             except Exception as e:
                 errors.append(repr(e))
                 return

@@ -40,8 +40,8 @@ def test_caller_statistics_equal_an_index_of_the_allowed_tools(
     q = " ".join(query)
     got = [(h.tool.name, h.score) for h in isolated.search(q, k=10, caller=caller)]
     assert got == [(h.tool.name, h.score) for h in alone.search(q, k=10, caller=caller)]
-    sel = isolated.select(q, caller=caller, budget=budget)
-    ref = alone.select(q, caller=caller, budget=budget)
+    sel = isolated.select(q, caller=caller, budget_tokens=budget)
+    ref = alone.select(q, caller=caller, budget_tokens=budget)
     assert (sel.names, sel.tokens, [d.tool.name for d in sel.dropped]) == (
         ref.names,
         ref.tokens,
@@ -95,7 +95,10 @@ def test_a_prefix_cut_off_by_hidden_tools_still_counts_for_the_caller() -> None:
     assert len(alone) == 30  # found through the prefix term only ("integer" and "integral" stem apart)
     isolated = ts.Index(visible + hidden, statistics="caller")
     assert [(h.tool.name, h.score) for h in isolated.search("integer", k=50)] == alone
-    assert isolated.select("integer", budget=None).names == ts.Index(visible).select("integer", budget=None).names
+    assert (
+        isolated.select("integer", budget_tokens=None).names
+        == ts.Index(visible).select("integer", budget_tokens=None).names
+    )
     assert ts.Index(visible + hidden).search("integer", k=50) == []  # shared statistics: the prefix is cut off
 
 
@@ -163,8 +166,8 @@ def test_the_caller_just_built_is_kept_even_past_the_bound() -> None:
         caller = [f"p{s}"]
         alone = ts.Index([t for t in tools if set(t.permissions) <= set(caller)])
         assert (
-            index.select("order item", caller=caller, budget=500).names
-            == alone.select("order item", caller, budget=500).names
+            index.select("order item", caller=caller, budget_tokens=500).names
+            == alone.select("order item", caller=caller, budget_tokens=500).names
         )
         assert list(index._tenants) == [(f"p{s}",)]
     assert index._tenant_builds == 3

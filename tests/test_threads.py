@@ -32,7 +32,7 @@ CALLER = ["p0", "p2", "p3"]
 def run(idx: ts.Index, q: str) -> tuple:
     return (
         tuple((h.position, h.score) for h in idx.search(q, k=10, caller=CALLER)),
-        tuple(idx.select(q, CALLER, 2000)),
+        tuple(idx.select(q, caller=CALLER, budget_tokens=2000)),
     )
 
 
@@ -72,7 +72,7 @@ def test_another_thread_runs_while_the_core_works(big: ts.Index) -> None:
 
 
 def test_batch_calls_equal_one_call_per_query(big: ts.Index) -> None:
-    singles = [big.select(q, CALLER, 2000) for q in QUERIES]
-    assert [list(s) for s in big.select_many(QUERIES, CALLER, 2000)] == [list(s) for s in singles]
-    assert big.search_many(QUERIES, 7, CALLER) == [big.search(q, 7, CALLER) for q in QUERIES]
-    assert big.select_many([], CALLER, 10) == []
+    singles = [big.select(q, caller=CALLER, budget_tokens=2000) for q in QUERIES]
+    assert [list(s) for s in big.select_many(QUERIES, caller=CALLER, budget_tokens=2000)] == [list(s) for s in singles]
+    assert big.search_many(QUERIES, k=7, caller=CALLER) == [big.search(q, k=7, caller=CALLER) for q in QUERIES]
+    assert big.select_many([], caller=CALLER, budget_tokens=10) == []

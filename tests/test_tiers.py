@@ -75,7 +75,7 @@ def test_budget_demotes_the_least_used_core_tools_and_the_plan_is_frozen_until_r
 def test_ties_in_usage_demote_the_larger_schema_then_by_name() -> None:
     tools = [ts.Tool("aa", "x"), ts.Tool("bb", "y" * 400), ts.Tool("cc", "z")]
     opts = ToolTierOptions(core=["aa", "bb", "cc"], budget_tokens=1)
-    assert ToolTierOptions().budget() == 128_000 // 20
+    assert ToolTierOptions().effective_budget_tokens() == 128_000 // 20
     plan = Toolbox(ts.Catalog(tools), tiers=opts).plan()
     assert set(plan.values()) == {Tier.DEFERRED}  # nothing fits: core to listed, then listed to deferred
 

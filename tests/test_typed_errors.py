@@ -90,7 +90,7 @@ PARAMETER_CASES = [
     ("a mapping caller to select", lambda: INDEX.select("refund", caller={"billing.refund": False})),
     ("caller=5 to select", lambda: INDEX.select("refund", caller=5.0)),  # type: ignore[arg-type]
     ("Index.get of a list", lambda: INDEX.get(["a"])),  # type: ignore[arg-type]
-    ("Index.allows of a list", lambda: INDEX.allows(None, ["a"])),  # type: ignore[arg-type]
+    ("Index.allows of a list", lambda: INDEX.allows(["a"], caller=None)),  # type: ignore[arg-type]
     ("Catalog.get of a list", lambda: ts.Catalog().get(["a"])),  # type: ignore[arg-type]
     ("Catalog.position of a dict", lambda: ts.Catalog().position({})),  # type: ignore[arg-type]
     ("tool_search arguments not an object", lambda: TIERED.call("tool_search", "x")),  # type: ignore[arg-type]
@@ -155,8 +155,8 @@ def test_names_an_api_would_refuse_are_typed_errors_naming_the_tool(name: str, r
     tool = ts.Tool(name, "sums two numbers")
     index = ts.Index([tool])
     emitters = {
-        "OpenAI": [to_openai, lambda t: index.select("sums", budget=None).to_openai()],
-        "Anthropic": [to_anthropic, lambda t: index.select("sums", budget=None).to_anthropic()],
+        "OpenAI": [to_openai, lambda t: index.select("sums", budget_tokens=None).to_openai()],
+        "Anthropic": [to_anthropic, lambda t: index.select("sums", budget_tokens=None).to_anthropic()],
     }
     for api, emit in emitters.items():
         for e in emit:

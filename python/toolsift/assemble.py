@@ -131,15 +131,15 @@ class Selection(Sequence[int]):
     sequence of the same positions.
     """
 
-    __slots__ = ("_index", "_packed", "budget")
+    __slots__ = ("_index", "_packed", "budget_tokens")
 
-    def __init__(self, index: Index, packed: Packed, budget: int | None) -> None:
+    def __init__(self, index: Index, packed: Packed, budget_tokens: int | None) -> None:
         self._index = index
         # the core's packing as it came: (positions, num_core, tokens, dropped, core_over_budget),
         # kept whole (one selection per request: unpacking it costs more than reading it)
         self._packed = packed
-        self.budget: int | None = budget
-        """The budget asked for (``None``: unlimited)."""
+        self.budget_tokens: int | None = budget_tokens
+        """The budget asked for, in tokens (``None``: unlimited)."""
 
     @property
     def tokens(self) -> int:
@@ -169,7 +169,7 @@ class Selection(Sequence[int]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Selection({list(self.names)}, tokens={self.tokens}, budget={self.budget})"
+        return f"Selection({list(self.names)}, tokens={self.tokens}, budget_tokens={self.budget_tokens})"
 
     @property
     def positions(self) -> tuple[int, ...]:

@@ -82,11 +82,15 @@ def demo(args: argparse.Namespace) -> int:
         f"built in {(t2 - t1) * 1e3:.0f} ms"
     )
     print(
-        f"caller holds {len(caller)} of {len(services)} service permissions; budget {args.budget} tokens, k={args.k}\n"
+        f"caller holds {len(caller)} of {len(services)} service permissions; budget {args.budget_tokens} tokens, "
+        f"at most {args.max_tools} tools\n"
     )
     rows = []
     for query in args.query or DEMO_QUERIES:
-        sel, us = _timed(functools.partial(index.select, query, caller, args.budget, k=args.k), args.repeat)
+        select = functools.partial(
+            index.select, query, caller=caller, budget_tokens=args.budget_tokens, max_tools=args.max_tools
+        )
+        sel, us = _timed(select, args.repeat)
         rows.append((query, _best_first(index, query, caller, sel), sel.tokens, us))
     _print_demo(rows)
     return 0
@@ -155,7 +159,14 @@ def search(args: argparse.Namespace) -> int:
     """Select tools from a catalog or index file for one query."""
     index = open_index(args.catalog)
     group = args.group or None
-    sel = index.select(args.query, args.caller, args.budget, k=args.k, group=group, groups=args.groups)
+    sel = index.select(
+        args.query,
+        caller=args.caller,
+        budget_tokens=args.budget_tokens,
+        max_tools=args.max_tools,
+        group=group,
+        groups=args.groups,
+    )
     if args.format == "names":
         for name in sel.names:
             print(name)
@@ -195,7 +206,9 @@ def evaluate(args: argparse.Namespace) -> int:
             print(f"skipping {name}: its packages are not installed (pip install '.[eval,dense]')", file=sys.stderr)
             continue
         with _progress(f"Evaluating {name}") as progress:
-            results.append(ev.evaluate(system, dataset, budget=args.budget, progress=lambda d, t: progress(d, t, "")))
+            results.append(
+                ev.evaluate(system, dataset, budget_tokens=args.budget_tokens, progress=lambda d, t: progress(d, t, ""))
+            )
     print(ev.markdown(results, dataset))
     if args.json:
         Path(args.json).write_text(ev.to_json(results, dataset), encoding="utf-8")
@@ -203,7 +216,7 @@ def evaluate(args: argparse.Namespace) -> int:
         from .eval.report import html_report, token_curve
 
         with _progress("Token curve"):
-            curve = token_curve(dataset, args.budget)
+            curve = token_curve(dataset, args.budget_tokens)
         Path(args.report).write_text(html_report(results, dataset, curve), encoding="utf-8")
         print(f"report: {args.report}", file=sys.stderr)
     return 0
@@ -317,14 +330,34 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Renamed(argparse.Action):
+    """The old spelling of an option that was renamed: still accepted, with a note on stderr
+    that names the new spelling, so a script written for the old one keeps working."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, type=int, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        print(f"toolsift: {option} is now {self.new} (the old spelling will be removed)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _renamed(parser: argparse.ArgumentParser, *pairs: str) -> None:
+    """Registers each ``old, new`` pair of option names as a :class:`_Renamed` alias of ``new``."""
+    for old, new in zip(pairs[::2], pairs[1::2], strict=True):
+        parser.add_argument(old, dest=new.lstrip("-").replace("-", "_"), action=_Renamed, new=new)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
     parser.add_argument("--version", action="version", version=f"toolsift {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="index the ~18k AWS API operations in botocore and answer a few requests")
     d.add_argument("query", nargs="*", help="requests to answer (default: a few examples)")
-    d.add_argument("--budget", type=int, default=4000, help="token budget per request (default 4000)")
-    d.add_argument("-k", type=int, default=8, help="most tools selected per request (default 8)")
+    d.add_argument("--budget-tokens", type=int, default=4000, help="token budget per request (default 4000)")
+    d.add_argument("--max-tools", type=int, default=8, help="most tools selected per request (default 8)")
+    _renamed(d, "--budget", "--budget-tokens", "-k", "--max-tools")
     d.add_argument("--half", action="store_true", help="caller holds only every other service's permission")
     d.add_argument("--repeat", type=int, default=200, help="selections timed per request (default 200)")
     d.set_defaults(run=demo)
@@ -334,8 +367,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("query")
     s.add_argument("--caller", action="append", default=[], metavar="PERM", help="a permission the caller holds")
-    s.add_argument("--budget", type=int, default=None, help="token budget (default: unlimited)")
-    s.add_argument("-k", type=int, default=10, help="most tools selected (default 10)")
+    s.add_argument("--budget-tokens", type=int, default=None, help="token budget (default: unlimited)")
+    s.add_argument("--max-tools", type=int, default=10, help="most tools selected besides core ones (default 10)")
+    _renamed(s, "--budget", "--budget-tokens", "-k", "--max-tools")
     s.add_argument("--format", choices=("names", "openai", "anthropic", "mcp"), default="names")
     s.add_argument("--group", action="append", default=[], metavar="GROUP", help="only tools of this group")
     s.add_argument("--groups", type=int, default=None, metavar="N", help="hierarchical: the N best groups first")
@@ -354,7 +388,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--systems", nargs="+", default=list(systems), choices=systems, help="dense, hybrid: need the dense extra"
     )
-    e.add_argument("--budget", type=int, default=2000, help="token budget for the selection figures (default 2000)")
+    e.add_argument(
+        "--budget-tokens", type=int, default=2000, help="token budget for the selection figures (default 2000)"
+    )
+    _renamed(e, "--budget", "--budget-tokens")
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     e.add_argument("--report", metavar="FILE", help="also write an HTML report with charts (needs matplotlib)")
     e.set_defaults(run=evaluate)

@@ -110,7 +110,7 @@ class _View:
     def __init__(self, index: Index, for_caller: Caller | None) -> None:
         self.index = index
         self.perms: tuple[str, ...] = tuple(index.permissions()) if for_caller is None else _perms(for_caller)
-        self.positions = [i for i in range(len(index)) if index.allows(self.perms, index.name(i))]
+        self.positions = [i for i in range(len(index)) if index.allows(index.name(i), caller=self.perms)]
         self.tools = [index.tool(i) for i in self.positions]
         self.names = {t.name for t in self.tools}
         self.at = {p: j for j, p in enumerate(self.positions)}  # registry position -> place here
@@ -166,7 +166,9 @@ def doctor(
             ``budget_tokens`` is not a non-negative int.
     """
     k = max(_count("k", k), 1)
-    budget = ToolTierOptions().budget() if budget_tokens is None else _count("budget_tokens", budget_tokens)
+    budget = (
+        ToolTierOptions().effective_budget_tokens() if budget_tokens is None else _count("budget_tokens", budget_tokens)
+    )
     index = _index(catalog, index)
     view = _View(index, for_caller)
     labelled = list(queries.queries if isinstance(queries, Dataset) else queries or ())
@@ -177,7 +179,7 @@ def doctor(
     work = [(own, NEIGHBOURS + 1), ([q for _, qs in asked for q in qs], k), (fresh, k)]
     # the searches run in the core with the GIL released, beside the scanner's Python
     with ThreadPoolExecutor(max_workers=1) as pool:
-        searched = pool.submit(lambda: [view.index.search_many(texts, n, view.perms) for texts, n in work])
+        searched = pool.submit(lambda: [view.index.search_many(texts, k=n, caller=view.perms) for texts, n in work])
         poisoned, vague = list(checks.poisoned(view)), list(checks.vague(view))
         near, reach, offered = searched.result()
     found = [

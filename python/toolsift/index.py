@@ -443,7 +443,7 @@ class Index:
             table = self._group_table = _GroupTable(names, of, ids, members)
         return table
 
-    def groups(self, caller: Caller = None) -> dict[str, int]:
+    def groups(self, *, caller: Caller = None) -> dict[str, int]:
         """Each group holding a tool the caller may use, with how many of them, by name. A group
         whose tools the caller may not use is not named."""
         table = self._groups()
@@ -621,23 +621,23 @@ class Index:
         """Token cost of the tool at a registry position."""
         return int(self._core.cost(position))
 
-    def allows(self, caller: Caller, name: str) -> bool:
+    def allows(self, name: str, *, caller: Caller = None) -> bool:
         """True when a tool called ``name`` exists and the caller may use it."""
         i = self._positions.get(name_arg(name))
         return i is not None and self._core.allows(self._mask(_caller(caller)), i)
 
-    def get(self, name: str, caller: Caller = None) -> Tool:
+    def get(self, name: str, *, caller: Caller = None) -> Tool:
         """The tool called ``name`` if the caller may use it; unknown and forbidden look the same."""
-        if not self.allows(caller, name):
+        if not self.allows(name, caller=caller):
             raise UnknownToolError(name)
         return self._tools[self._positions[name]]
 
     def search(
         self,
         query: str | Query,
+        *,
         k: int = 10,
         caller: Caller = None,
-        *,
         group: Groups = None,
         groups: int | None = None,
     ) -> list[Hit]:
@@ -691,12 +691,12 @@ class Index:
         order = interleave([h.position for h in whole], [positions for positions, _ in intents], depth)
         return [Hit(self._tools[p], p, scores[p]) for p in order]
 
-    def evidence(self, query: str | Query, names: Sequence[str], caller: Caller = None) -> list[float]:
+    def evidence(self, query: str | Query, names: Sequence[str], *, caller: Caller = None) -> list[float]:
         """The relevance gate's evidence of each named tool for ``query`` (see ``min_evidence``
         of :class:`Index`), with the caller's statistics in tenant mode. A tool the caller may
         not use raises :class:`~toolsift.errors.UnknownToolError`, like an unknown one."""
         perms = _caller(caller)
-        positions = [self._positions[n] if self.allows(perms.names, n) else None for n in map(name_arg, names)]
+        positions = [self._positions[n] if self.allows(n, caller=perms.names) else None for n in map(name_arg, names)]
         for name, at in zip(names, positions, strict=True):
             if at is None:
                 raise UnknownToolError(name)
@@ -738,25 +738,25 @@ class Index:
     def select(
         self,
         query: str | Query,
-        caller: Caller = None,
-        budget: int | None = None,
         *,
-        k: int | None = None,
+        caller: Caller = None,
+        budget_tokens: int | None = None,
+        max_tools: int | None = None,
         group: Groups = None,
         groups: int | None = None,
     ) -> Selection:
-        """Core tools, then the best-ranked matching tools that fit in ``budget`` tokens.
+        """Core tools, then the best-ranked matching tools that fit in ``budget_tokens``.
 
         Candidates are taken in rank order; one that does not fit is skipped (see
-        :attr:`Selection.dropped`) and smaller ones are still tried. ``k`` caps how many non-core
-        tools are taken. ``budget=None`` means no token limit.
+        :attr:`Selection.dropped`) and smaller ones are still tried. ``max_tools`` caps how many
+        non-core tools are taken. ``budget_tokens=None`` means no token limit.
 
         ``group`` takes candidates from the tools of a group (or several) only; ``groups`` makes
         the selection hierarchical: first the ``groups`` groups whose best tool ranks highest for
         the query, then the best tools inside them. Core tools are selected either way.
         """
-        tokens = UNLIMITED if budget is None else _count("budget", budget)
-        cap = None if k is None else _count("k", k)
+        tokens = UNLIMITED if budget_tokens is None else _count("budget_tokens", budget_tokens)
+        cap = None if max_tools is None else _count("max_tools", max_tools)
         perms = _caller(caller)
         scope = None if group is None and groups is None else self._scope(query, perms, group, _groups_arg(groups))
         lexical = self._dense is None and self._rerank is None
@@ -784,7 +784,7 @@ class Index:
             packed = self._core.select_ranked(order, mask, tokens, cap)
         if self._gate_closed(query, perms, [p for p in packed[0] if not self._core.is_core(p)]):
             packed = self._core_select("", perms, tokens, cap, scope)  # the core tools only
-        return Selection(self, packed, budget)
+        return Selection(self, packed, budget_tokens)
 
     def _batchable(self, queries: Sequence[str | Query]) -> bool:
         """True when one call into the core answers the batch as :meth:`search` and
@@ -799,11 +799,11 @@ class Index:
         except (TypeError, ValueError):
             return True  # the batch path says what is wrong with the query
 
-    def search_many(self, queries: Sequence[str | Query], k: int = 10, caller: Caller = None) -> list[list[Hit]]:
+    def search_many(self, queries: Sequence[str | Query], *, k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
         k, perms = _count("k", k), _caller(caller)
         if not self._batchable(queries):
-            return [self.search(q, k, perms.names) for q in queries]
+            return [self.search(q, k=k, caller=perms.names) for q in queries]
         try:
             batch = self._core.search_many([_query(q) for q in queries], self._mask(perms), k)
         except (TypeError, UnicodeEncodeError):
@@ -812,20 +812,27 @@ class Index:
         return [[Hit(self._tools[i], i, s) for i, s in zip(p.tolist(), sc.tolist(), strict=True)] for p, sc in batch]
 
     def select_many(
-        self, queries: Sequence[str | Query], caller: Caller = None, budget: int | None = None, *, k: int | None = None
+        self,
+        queries: Sequence[str | Query],
+        *,
+        caller: Caller = None,
+        budget_tokens: int | None = None,
+        max_tools: int | None = None,
     ) -> list[Selection]:
         """:meth:`select` for a batch of queries of one caller, in one call into the core."""
-        tokens = UNLIMITED if budget is None else _count("budget", budget)
-        cap = None if k is None else _count("k", k)
+        tokens = UNLIMITED if budget_tokens is None else _count("budget_tokens", budget_tokens)
+        cap = None if max_tools is None else _count("max_tools", max_tools)
         perms = _caller(caller)
         if not self._batchable(queries):
-            return [self.select(q, perms.names, budget, k=k) for q in queries]
+            return [
+                self.select(q, caller=perms.names, budget_tokens=budget_tokens, max_tools=max_tools) for q in queries
+            ]
         try:
             batch = self._core.select_many([_query(q) for q in queries], self._mask(perms), tokens, cap)
         except (TypeError, UnicodeEncodeError):
             _check_queries(queries)
             raise
-        return [Selection(self, packed, budget) for packed in batch]
+        return [Selection(self, packed, budget_tokens) for packed in batch]
 
 
 def _group_function(group_by: Callable[[Tool], str] | None) -> Callable[[Tool], str]:

@@ -64,8 +64,8 @@ class ToolTierOptions:
     count_tokens: Callable[[dict[str, Any]], int] | None = None
     group: Callable[[Tool], str] | None = None
 
-    def budget(self) -> int:
-        """The effective budget in tokens."""
+    def effective_budget_tokens(self) -> int:
+        """The budget in force, in tokens: ``budget_tokens``, or ``context_window // 20`` for 0."""
         return self.budget_tokens or self.context_window // 20
 
 
@@ -134,7 +134,7 @@ class Toolbox:
             raise InvalidParameterError(f"user must be a string or None, not {type(self.user).__name__}")
         self.user = self._user = usage_key(self._perms) if self.user is None else self.user
         for reserved in (SEARCH, CALL) if self.tiers is not None else ():
-            if self.index.allows(self._perms, reserved):  # one the caller may not use is never named
+            if self.index.allows(reserved, caller=self._perms):  # one the caller may not use is never named
                 raise InvalidToolError(
                     "the name is reserved for the meta-tool of a toolbox with tiers", tool=reserved, field="name"
                 )
@@ -145,7 +145,7 @@ class Toolbox:
 
     # -- the plan ---------------------------------------------------------------------------
     def _allowed_positions(self) -> list[int]:
-        return [i for i in range(len(self.index)) if self.index.allows(self._perms, self.index.name(i))]
+        return [i for i in range(len(self.index)) if self.index.allows(self.index.name(i), caller=self._perms)]
 
     def _allowed(self) -> list[Tool]:
         return [self.index.tool(i) for i in self._allowed_positions()]
@@ -158,7 +158,7 @@ class Toolbox:
         if self._plan is None:
             plan = self._build_plan()
             names = sorted(n for n, t in plan.tiers.items() if t is Tier.CORE)
-            self._core_tools = tuple(self.index.get(n, self._perms) for n in names)
+            self._core_tools = tuple(self.index.get(n, caller=self._perms) for n in names)
             self._plan = plan
         return self._plan
 
@@ -187,7 +187,7 @@ class Toolbox:
         count = opts.count_tokens or default_token_count
         usage = opts.usage_count or (lambda name: 0)
         planner = Planner(tools, tiers, set(opts.pinned), size, usage, count, opts.group or self.index.group_by)
-        return planner.plan(opts.budget())
+        return planner.plan(opts.effective_budget_tokens())
 
     @overload
     def tools(self, format: Literal["openai"] = "openai") -> list[OpenAITool]: ...
@@ -212,9 +212,9 @@ class Toolbox:
         tools = self._allowed()
         return to_anthropic(tools, defer=[t.name for t in tools if plan[t.name] is not Tier.CORE])
 
-    def search_references(self, query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
-        """A client-side tool search for Anthropic: ``tool_reference`` blocks of the best tools."""
-        return tool_references(h.tool for h in self.index.search(query, k=limit, caller=self._perms))
+    def search_references(self, query: str, *, k: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+        """A client-side tool search for Anthropic: ``tool_reference`` blocks of the ``k`` best tools."""
+        return tool_references(h.tool for h in self.index.search(query, k=k, caller=self._perms))
 
     # -- execution -----------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
@@ -272,7 +272,7 @@ class Toolbox:
             if not isinstance(target, str) or not isinstance(inner, Mapping):
                 raise InvalidParameterError("call_tool needs a string 'name' and an object 'arguments'")
             name, arguments, via = target, dict(inner), CALL
-        if not self.index.allows(self._perms, name):
+        if not self.index.allows(name, caller=self._perms):
             raise UnknownToolError(name)  # forbidden and unknown look the same
         return ToolEvent(name, arguments, self._perms, via), self.handlers.get(name)
 
@@ -296,7 +296,7 @@ class Toolbox:
             raise InvalidParameterError("tool_search's 'group' must be a string")
         if query.startswith("select:"):
             wanted = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
-            found = [self.index.get(n, self._perms) for n in wanted if self.index.allows(self._perms, n)]
+            found = [self.index.get(n, caller=self._perms) for n in wanted if self.index.allows(n, caller=self._perms)]
         elif group is not None:
             found = self._in_group(group, query, limit)
         else:
@@ -317,20 +317,22 @@ class Toolbox:
     def select(
         self,
         messages: Sequence[Mapping[str, Any]],
-        budget: int | None = None,
-        format: str = "openai",
         *,
+        budget_tokens: int | None = None,
+        format: str = "openai",
         group: str | Sequence[str] | None = None,
         groups: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Selection mode: the tools for this turn, chosen from the conversation within ``budget``;
-        tools already used in the session stay loaded. ``group`` and ``groups`` limit the choice
-        to groups of tools, as for :meth:`Index.select` (``groups``: the hierarchical variant,
-        the best groups for the conversation first, then tools inside them)."""
-        sel = self.index.select(Query.from_messages(messages), self._perms, budget, group=group, groups=groups)
+        """Selection mode: the tools for this turn, chosen from the conversation within
+        ``budget_tokens`` (``None``: no limit); tools already used in the session stay loaded.
+        ``group`` and ``groups`` limit the choice to groups of tools, as for :meth:`Index.select`
+        (``groups``: the hierarchical variant, the best groups for the conversation first, then
+        tools inside them)."""
+        query = Query.from_messages(messages)
+        sel = self.index.select(query, caller=self._perms, budget_tokens=budget_tokens, group=group, groups=groups)
         positions = set(sel.positions)
         for name in self.used:
-            if self.index.allows(self._perms, name):
+            if self.index.allows(name, caller=self._perms):
                 positions.add(self.index.position(name))
         order = [self.index.tool(i) for i in sorted(positions)]
         return _emit(sorted(order, key=lambda t: not t.core), format)

@@ -10,7 +10,7 @@ import toolsift as ts
 
 
 def requests(index: ts.Index, box: ts.Toolbox) -> None:
-    sel = index.select("where is my order?", ["orders.read"], 4000)
+    sel = index.select("where is my order?", caller=["orders.read"], budget_tokens=4000)
     client = openai.OpenAI(api_key="unused")
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=sel.to_openai())
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=box.tools())

@@ -40,7 +40,7 @@ class TokenCurve:
     """Mean tokens of tool definitions per turn at each catalog size.
 
     ``all_tools``: every definition, every turn. ``selection``: toolsift's ``select(query,
-    budget=budget)``. ``tool_search``: the tools array of a :class:`~toolsift.Toolbox` with
+    budget_tokens=budget_tokens)``. ``tool_search``: the tools array of a :class:`~toolsift.Toolbox` with
     default tiers (core tools, ``tool_search`` with its listing of the others, ``call_tool``)
     plus the definitions one ``tool_search`` call returns.
     """
@@ -49,7 +49,7 @@ class TokenCurve:
     all_tools: tuple[float, ...]
     selection: tuple[float, ...]
     tool_search: tuple[float, ...]
-    budget: int
+    budget_tokens: int
 
 
 def _spread(n: int, count: int) -> list[int]:
@@ -57,7 +57,7 @@ def _spread(n: int, count: int) -> list[int]:
     return sorted({int(i) for i in np.linspace(0, n - 1, min(count, n)).round()}) if n else []
 
 
-def token_curve(dataset: Dataset, budget: int) -> TokenCurve:
+def token_curve(dataset: Dataset, budget_tokens: int) -> TokenCurve:
     """Tokens per turn on sub-catalogs of ``dataset`` of each of :data:`SIZES` (tools spread
     evenly over the registry, so each size keeps the catalog's mix), for up to
     :data:`CURVE_QUERIES` of its queries; the caller may use every tool. Tools named like the
@@ -71,12 +71,13 @@ def token_curve(dataset: Dataset, budget: int) -> TokenCurve:
         index = Index(Catalog(t for t in tools if t.name not in (SEARCH, CALL)))  # a toolbox refuses those
         caller = tuple(index.permissions())
         every.append(float(sum(index.cost(i) for i in range(len(index)))))
-        chosen.append(float(np.mean([s.tokens for s in index.select_many(texts, caller, budget)])) if texts else 0.0)
+        selections = index.select_many(texts, caller=caller, budget_tokens=budget_tokens)
+        chosen.append(float(np.mean([s.tokens for s in selections])) if texts else 0.0)
         box = Toolbox(index, tiers=ToolTierOptions(), caller=caller)
         array = sum(default_token_count(t["function"]) for t in box.tools())
         found = [default_token_count([t.definition() for t in box.search_tools({"query": q})]) for q in texts]
         searched.append(float(array + (np.mean(found) if found else 0.0)))
-    return TokenCurve(sizes, tuple(every), tuple(chosen), tuple(searched), budget)
+    return TokenCurve(sizes, tuple(every), tuple(chosen), tuple(searched), budget_tokens)
 
 
 def _recall_chart(results: Sequence[Result]) -> str:
@@ -110,7 +111,13 @@ def _token_chart(curve: TokenCurve) -> str:
     fig = new_figure(6.4, 3.6)
     ax = fig.add_subplot()
     ax.plot(curve.sizes, curve.all_tools, marker="o", markersize=3, label="all tools, every turn")
-    ax.plot(curve.sizes, curve.selection, marker="o", markersize=3, label=f"toolsift select (budget {curve.budget:,})")
+    ax.plot(
+        curve.sizes,
+        curve.selection,
+        marker="o",
+        markersize=3,
+        label=f"toolsift select (budget {curve.budget_tokens:,})",
+    )
     ax.plot(curve.sizes, curve.tool_search, marker="o", markersize=3, label="tool_search + call_tool")
     ax.set(xscale="log", yscale="log", xlabel="tools in the catalog", ylabel="definition tokens per turn")
     ax.grid(alpha=0.3, which="both")

@@ -50,10 +50,11 @@ def evaluate(
     system: System,
     dataset: Dataset,
     *,
-    budget: int | None = None,
+    budget_tokens: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Result:
-    """Ranks every query of ``dataset`` with ``system`` and scores the rankings."""
+    """Ranks every query of ``dataset`` with ``system`` and scores the rankings; with
+    ``budget_tokens``, also the selections of a toolsift system within that budget."""
     rows, times, cats, curve, misses = [], [], [], np.zeros(CURVE_DEPTH), []
     for i, q in enumerate(dataset.queries):
         t0 = time.perf_counter_ns()
@@ -83,22 +84,22 @@ def evaluate(
     result = Result(system.name, _mean(rows), by_category, latency)
     result.recall_curve = [float(v) for v in curve / max(len(dataset.queries), 1)]
     result.misses = misses
-    if budget is not None and system.index is not None:
-        result.selection = _selection(system, dataset, budget)
+    if budget_tokens is not None and system.index is not None:
+        result.selection = _selection(system, dataset, budget_tokens)
     return result
 
 
-def _selection(system: System, dataset: Dataset, budget: int) -> dict[str, float]:
+def _selection(system: System, dataset: Dataset, budget_tokens: int) -> dict[str, float]:
     index = system.index
     assert index is not None
     tokens, recall = [], []
     for q in dataset.queries:
-        sel = index.select(q.text, budget=budget)
+        sel = index.select(q.text, budget_tokens=budget_tokens)
         tokens.append(sel.tokens)
         recall.append(len({dataset.label(n) for n in sel.names} & set(q.relevant)) / len(q.relevant))
     total = sum(index.cost(i) for i in range(len(index)))
     return {
-        "budget": budget,
+        "budget_tokens": budget_tokens,
         "tokens_per_turn": float(np.mean(tokens)),
         "recall": float(np.mean(recall)),
         "all_tools_tokens": total,
@@ -132,8 +133,9 @@ def markdown(results: Sequence[Result], dataset: Dataset) -> str:
             s = r.selection
             lines += [
                 "",
-                f"{r.system} select(budget={s['budget']:.0f}): {s['tokens_per_turn']:.0f} tokens per turn "
-                f"(all tools: {s['all_tools_tokens']:,.0f}), recall of the needed tools {s['recall']:.3f}",
+                f"{r.system} select(budget_tokens={s['budget_tokens']:.0f}): "
+                f"{s['tokens_per_turn']:.0f} tokens per turn (all tools: {s['all_tools_tokens']:,.0f}), "
+                f"recall of the needed tools {s['recall']:.3f}",
             ]
     return "\n".join(lines)
 

@@ -512,7 +512,7 @@ class Gateway:
         if listing is not None:
             return listing.schemas.get(name)
         entry = v.entries.get(name)
-        if entry is None or not entry.tool.core or not v.index.allows(key, name):
+        if entry is None or not entry.tool.core or not v.index.allows(name, caller=key):
             return None
         return entry.tool.parameters
 

@@ -203,7 +203,7 @@ class Toolset:
     def tools(self, config: RunnableConfig | None = None) -> list[SiftedTool]:
         """Every tool the caller of ``config`` may use, in registry order."""
         perms = self.caller_of(config)
-        return [self.tool(n) for n in self.index.names if self.index.allows(perms, n)]
+        return [self.tool(n) for n in self.index.names if self.index.allows(n, caller=perms)]
 
     def registry(self) -> dict[str, SiftedTool]:
         """Every tool of the catalog by name: langgraph-bigtool's ``tool_registry`` (tool ids are
@@ -224,29 +224,30 @@ class Toolset:
         messages: Iterable[BaseMessage | Mapping[str, Any] | Any],
         config: RunnableConfig | None = None,
         *,
-        budget: int | None = None,
+        budget_tokens: int | None = None,
         group: str | Sequence[str] | None = None,
         groups: int | None = None,
     ) -> list[SiftedTool]:
         """The tools for this turn (:meth:`Toolbox.select <toolsift.Toolbox.select>`): chosen from
-        the conversation within ``budget`` tokens, core tools first; tools the conversation has
+        the conversation within ``budget_tokens``, core tools first; tools the conversation has
         already called stay loaded."""
         box = self.toolbox(config)
         converted = to_openai_messages(messages)
         for entry in converted:
             for call in entry.get("tool_calls", ()):
                 box.used[call["function"]["name"]] = 1
-        chosen = box.select(converted, budget, "mcp", group=group, groups=groups)
+        chosen = box.select(converted, budget_tokens=budget_tokens, format="mcp", group=group, groups=groups)
         return [self.tool(d["name"]) for d in chosen]
 
-    def model(self, llm: Any, *, budget: int | None = None) -> Callable[[Any, Any], Runnable[Any, Any]]:
+    def model(self, llm: Any, *, budget_tokens: int | None = None) -> Callable[[Any, Any], Runnable[Any, Any]]:
         """A dynamic model for ``create_react_agent``: each step binds :meth:`select`'s tools for
         the conversation so far (and the run's caller) to ``llm``."""
         from langgraph.config import get_config
 
         def pick(state: Any, runtime: Any) -> Runnable[Any, Any]:
             messages = state["messages"] if isinstance(state, Mapping) else state.messages
-            bound: Runnable[Any, Any] = llm.bind_tools(self.select(messages, get_config(), budget=budget))
+            tools = self.select(messages, get_config(), budget_tokens=budget_tokens)
+            bound: Runnable[Any, Any] = llm.bind_tools(tools)
             return bound
 
         return pick
@@ -270,7 +271,7 @@ class Toolset:
         )
 
     def _allowed(self, name: str, request: ToolCallRequest) -> bool:
-        return self.index.allows(self.caller_of(request.runtime.config), name)
+        return self.index.allows(name, caller=self.caller_of(request.runtime.config))
 
     def _guard(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         refused = self._refusal(request)

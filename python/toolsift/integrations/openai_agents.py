@@ -94,19 +94,20 @@ def function_tools(
 def select_tools(
     toolbox: Toolbox,
     items: Sequence[Mapping[str, Any]],
-    budget: int | None = None,
+    *,
+    budget_tokens: int | None = None,
     **options: Any,
 ) -> list[FunctionTool]:
     """Selection mode: the tools for a conversation, as ``FunctionTool``.
 
     ``items`` are Responses input items (``result.to_input_list()`` plus the new user message) or
-    chat messages; ``budget`` (tokens) and ``options`` (``group``, ``groups``) are those of
+    chat messages; ``budget_tokens`` and ``options`` (``group``, ``groups``) are those of
     :meth:`Toolbox.select`. Tools already called in the session stay in. Use it per user turn::
 
-        turn = agent.clone(tools=select_tools(box, history, budget=4000))
+        turn = agent.clone(tools=select_tools(box, history, budget_tokens=4000))
         result = await Runner.run(turn, history)
     """
-    return function_tools(toolbox, toolbox.select(items, budget, **options))
+    return function_tools(toolbox, toolbox.select(items, budget_tokens=budget_tokens, **options))
 
 
 @dataclass
@@ -142,7 +143,7 @@ class ToolsiftAgent(Agent[Any]):
         box = self._box()
         definitions = box.tools()
         names = {d["function"]["name"] for d in definitions}
-        extra = [n for n in self.loaded if n not in names and box.index.allows(box.caller, n)]
+        extra = [n for n in self.loaded if n not in names and box.index.allows(n, caller=box.caller)]
         return [*own, *(self._tool(d["function"]["name"], d) for d in definitions), *map(self._tool, extra)]
 
     def _box(self) -> Toolbox:
@@ -174,7 +175,7 @@ def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> tuple
         tool = tool.name
     if not isinstance(tool, str):
         raise InvalidParameterError(f"a tool must be a name, a toolsift.Tool or a mapping, not {type(tool).__name__}")
-    found = toolbox.index.get(tool, toolbox.caller)  # UnknownToolError for a tool the caller may not use
+    found = toolbox.index.get(tool, caller=toolbox.caller)  # UnknownToolError for a tool the caller may not use
     return found.name, found.description, dict(found.parameters)
 
 

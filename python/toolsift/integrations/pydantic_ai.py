@@ -124,12 +124,12 @@ class ToolsiftToolset(AbstractToolset[Any]):
             f = entry["function"]
             out[f["name"]] = self._toolset_tool(f["name"], f.get("description", ""), f.get("parameters", {}))
         for name in _found(messages) if box.tiers is not None else ():
-            if name not in out and box.index.allows(box.caller, name):
+            if name not in out and box.index.allows(name, caller=box.caller):
                 out[name] = self._tool(box, name, deferred=False)
         return out
 
     def _tool(self, box: Toolbox, name: str, deferred: bool) -> ToolsetTool[Any]:
-        tool = box.index.get(name, box.caller)
+        tool = box.index.get(name, caller=box.caller)
         return self._toolset_tool(tool.name, tool.description, tool.parameters, deferred)
 
     def _toolset_tool(
@@ -183,20 +183,23 @@ def tool_search(toolbox: Toolbox | None = None, *, max_results: int = 10) -> Too
     return ToolSearch(strategy=search_strategy(toolbox), max_results=max_results)
 
 
-def prepare_tools(toolbox: Toolbox | None = None, budget: int | None = None, **options: Any) -> ToolsPrepareFunc[Any]:
+def prepare_tools(
+    toolbox: Toolbox | None = None, *, budget_tokens: int | None = None, **options: Any
+) -> ToolsPrepareFunc[Any]:
     """A ``prepare_tools`` function: each step, the tools :meth:`Toolbox.select` picks for the
-    conversation (``ctx.messages``) within ``budget`` tokens are loaded; the caller's other loaded
+    conversation (``ctx.messages``) within ``budget_tokens`` are loaded; the caller's other loaded
     tools are left out, deferred ones stay deferred (still discoverable), tools that are not the
     toolbox's pass unchanged. ``options``: ``group``, ``groups`` of :meth:`Toolbox.select`."""
 
     def prepare(ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
         box = toolbox_of(ctx, toolbox)
-        chosen = {t["function"]["name"] for t in box.select(to_messages(ctx.messages), budget, **options)}
+        picked = box.select(to_messages(ctx.messages), budget_tokens=budget_tokens, **options)
+        chosen = {t["function"]["name"] for t in picked}
         out = []
         for d in tool_defs:
             if d.name in chosen:
                 out.append(replace(d, defer_loading=False) if d.defer_loading else d)
-            elif d.defer_loading or not box.index.allows(box.caller, d.name):
+            elif d.defer_loading or not box.index.allows(d.name, caller=box.caller):
                 out.append(d)
         return out
 
