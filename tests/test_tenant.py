@@ -115,14 +115,14 @@ def service_catalog(services: int, per_service: int = 12) -> list[ts.Tool]:
 
 def cached_bytes(index: ts.Index) -> int:
     """What the cached per-caller indexes hold, recomputed from the entries themselves."""
-    return sum(sub.memory_bytes() + keep.nbytes for (sub, keep, _), _size in index._tenants.values())
+    return sum(sub.memory_bytes() + keep.nbytes for (sub, keep, _), _size in index._tenants.entries.values())
 
 
 def test_the_tenant_cache_stays_within_its_byte_bound_as_callers_come_and_go() -> None:
     tools = service_catalog(40)
     probe = ts.Index(tools, statistics="caller")
     probe.search("refund order", caller=["p0"])
-    one = probe._tenant_bytes
+    one = probe._tenants.bytes
     bound = 3 * one + one // 2  # room for three per-caller indexes, not four
     index = ts.Index(tools, statistics="caller", tenant_cache_bytes=bound)
     for round_ in range(2):
@@ -131,11 +131,11 @@ def test_the_tenant_cache_stays_within_its_byte_bound_as_callers_come_and_go() -
             got = [(h.tool.name, h.score) for h in index.search("refund order item", caller=caller)]
             alone = ts.Index([t for t in tools if set(t.permissions) <= set(caller)])
             assert got == [(h.tool.name, h.score) for h in alone.search("refund order item", caller=caller)]
-            assert index._tenant_bytes <= bound
-            assert index._tenant_bytes == sum(size for _, size in index._tenants.values())
-            assert cached_bytes(index) <= index._tenant_bytes
-            assert 1 <= len(index._tenants) <= 3
-    assert index._tenant_builds == 80  # each caller built once per visit: more than three don't fit
+            assert index._tenants.bytes <= bound
+            assert index._tenants.bytes == sum(size for _, size in index._tenants.entries.values())
+            assert cached_bytes(index) <= index._tenants.bytes
+            assert 1 <= len(index._tenants.entries) <= 3
+    assert index._tenants.builds == 80  # each caller built once per visit: more than three don't fit
 
 
 def test_a_recently_used_caller_survives_an_eviction_that_first_in_first_out_would_make() -> None:
@@ -144,19 +144,19 @@ def test_a_recently_used_caller_survives_an_eviction_that_first_in_first_out_wou
     sizes = []
     for s in range(3):
         probe.search("order", caller=[f"p{s}"])
-        sizes.append(probe._tenants[(f"p{s}",)][1])
+        sizes.append(probe._tenants.entries[(f"p{s}",)][1])
     a, b, c = sizes
     index = ts.Index(tools, statistics="caller", tenant_cache_bytes=max(a + b, a + c))  # two fit, not three
     index.search("order", caller=["p0"])  # A
     index.search("order", caller=["p1"])  # B
     index.search("order", caller=["p0"])  # A again: now the most recently used
-    assert index._tenant_builds == 2
+    assert index._tenants.builds == 2
     index.search("order", caller=["p2"])  # C: one must go, and it is B, the least recently used
-    assert index._tenant_builds == 3 and list(index._tenants) == [("p0",), ("p2",)]
+    assert index._tenants.builds == 3 and list(index._tenants.entries) == [("p0",), ("p2",)]
     index.search("order", caller=["p0"])
-    assert index._tenant_builds == 3  # A was kept (first in, first out would have dropped it)
+    assert index._tenants.builds == 3  # A was kept (first in, first out would have dropped it)
     index.search("order", caller=["p1"])
-    assert index._tenant_builds == 4
+    assert index._tenants.builds == 4
 
 
 def test_the_caller_just_built_is_kept_even_past_the_bound() -> None:
@@ -169,8 +169,8 @@ def test_the_caller_just_built_is_kept_even_past_the_bound() -> None:
             index.select("order item", caller=caller, budget_tokens=500).names
             == alone.select("order item", caller=caller, budget_tokens=500).names
         )
-        assert list(index._tenants) == [(f"p{s}",)]
-    assert index._tenant_builds == 3
+        assert list(index._tenants.entries) == [(f"p{s}",)]
+    assert index._tenants.builds == 3
 
 
 def test_the_tenant_cache_bound_is_validated_and_survives_a_snapshot(tmp_path: object) -> None:
@@ -185,7 +185,7 @@ def test_the_tenant_cache_bound_is_validated_and_survives_a_snapshot(tmp_path: o
     loaded = ts.Index.load(path, tenant_cache_bytes=0)
     for s in range(3):
         loaded.search("order", caller=[f"p{s}"])
-    assert len(loaded._tenants) == 1 and loaded._tenant_builds == 3
+    assert len(loaded._tenants.entries) == 1 and loaded._tenants.builds == 3
 
 
 def test_ready_for_says_whether_a_query_builds_first() -> None:

@@ -6,13 +6,14 @@ stable prompt prefix.
 
 from . import errors
 from ._core import __version__, tokenize
-from .assemble import Dropped, Selection, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
+from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
 from .doctor import Checkup, Diagnosis, doctor
-from .index import Hit, Index
+from .index import Index
 from .plan import Tier
 from .query import MAX_WEIGHT, Query
 from .registry import Catalog, Tool
+from .results import Dropped, Hit, Selection
 from .tiers import Hooks, Toolbox, ToolEvent, ToolTierOptions
 from .usage import RedisUsageStore, Usage, UsageStore
 

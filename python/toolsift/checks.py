@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .eval.datasets import LabelledQuery
-from .index import Hit
 from .plan import DEFAULT_LIMIT
 from .registry import Tool
+from .results import Hit
 from .scan import scan
 from .text import tool_fields
 from .usage import UsageStore

@@ -47,10 +47,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core, checks
+from .arguments import count
+from .callers import Caller
 from .checks import CONFUSABLE_SHARE, NEIGHBOURS, PIN_SHARE, Diagnosis
 from .errors import InvalidParameterError
 from .eval.datasets import Dataset, LabelledQuery
-from .index import Caller, Index, _count
+from .index import Index
 from .plan import DEFAULT_LIMIT
 from .registry import Catalog, Tool
 from .tiers import ToolTierOptions
@@ -165,9 +167,9 @@ def doctor(
         InvalidParameterError: ``index`` holds other tools than ``catalog``, or ``k`` or
             ``budget_tokens`` is not a non-negative int.
     """
-    k = max(_count("k", k), 1)
+    k = max(count("k", k), 1)
     budget = (
-        ToolTierOptions().effective_budget_tokens() if budget_tokens is None else _count("budget_tokens", budget_tokens)
+        ToolTierOptions().effective_budget_tokens() if budget_tokens is None else count("budget_tokens", budget_tokens)
     )
     index = _index(catalog, index)
     view = _View(index, for_caller)

@@ -13,13 +13,11 @@ position. ``python benches/fusion.py`` compares the rules on BFCL on identical i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .index import Hit
-    from .query import Query
+from .query import Query
+from .results import Hit
 
 Ranking = Sequence[tuple[int, float]]
 """``(registry position, score)`` pairs, best first."""

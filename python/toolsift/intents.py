@@ -19,7 +19,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
+from .callers import Perms
+from .lexical import Lexical
 from .query import Query
+from .registry import Tool
+from .results import Hit
+
+IntentRanking = tuple[list[int], list[float]]
+"""One intent's lexical ranking: registry positions and their scores, best first."""
 
 #: Evidence (in units of a word only one tool has) one of a clause's best tools must hold for
 #: the clause to count as an intent.
@@ -66,3 +75,31 @@ def interleave(whole: Sequence[int], intents: Sequence[Sequence[int]], k: int) -
                 take(r[j])
         j += 1
     return out[:k]
+
+
+def rank_intents(
+    lexical: Lexical, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None
+) -> list[IntentRanking]:
+    """The lexical rankings of the intents of a compound request, when it has two or more;
+    else none."""
+    found = clauses(query)
+    if len(found) < 2:
+        return []
+    rankings = []
+    for clause in found:
+        positions, scores = lexical.search(clause, perms, depth, scope)
+        probe = positions[:INTENT_PROBE].tolist()
+        if probe and max(lexical.evidence(clause, perms, probe)) >= INTENT_EVIDENCE:
+            rankings.append((positions.tolist(), scores.tolist()))
+    return rankings if len(rankings) >= 2 else []
+
+
+def merge(tools: Sequence[Tool], whole: list[Hit], intents: list[IntentRanking], depth: int) -> list[Hit]:
+    """``whole`` and the intents' rankings interleaved; a hit keeps the score of the first
+    ranking it comes from (the whole request's, else its intent's)."""
+    scores = {h.position: h.score for h in whole}
+    for positions, values in intents:
+        for p, s in zip(positions, values, strict=True):
+            scores.setdefault(p, s)
+    order = interleave([h.position for h in whole], [positions for positions, _ in intents], depth)
+    return [Hit(tools[p], p, scores[p]) for p in order]

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import _core
 from ._atomic import write_atomic
+from .callers import WITHHELD
 from .errors import SnapshotError, ToolsiftError
 from .registry import Tool, json_lines
 
@@ -89,9 +90,7 @@ class LazyTools(Sequence[Tool]):
 
     def _disagreement(self, i: int, tool: Tool) -> str | None:
         """How tool ``i``'s line disagrees with the header and the core, if it does."""
-        from .index import WITHHELD  # added by Index(scan="withhold"): indexed, never emitted
-
-        core = self._core
+        core = self._core  # WITHHELD is added by Index(scan="withhold"): indexed, never emitted
         if tool.name != self.names[i]:
             return "its line holds another name than the header's"
         if sorted(p for p in core.permissions(i) if p != WITHHELD) != list(tool.permissions):

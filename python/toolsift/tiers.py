@@ -21,14 +21,12 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
-from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
-
-if TYPE_CHECKING:
-    from .assemble import AnthropicTool, OpenAITool
+from .assemble import AnthropicTool, OpenAITool, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
+from .callers import Caller, perms_of
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
-from .index import Caller, Index, _caller
+from .index import Index
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
 from .query import Query
 from .registry import Catalog, Tool
@@ -94,7 +92,7 @@ def usage_key(caller: Caller) -> str:
     permissions, sorted: the same in every process for the same permissions, different for
     different ones, so callers never move each other's pins unless they share a ``user``.
     """
-    perms = sorted(set(_caller(caller).names))
+    perms = sorted(set(perms_of(caller).names))
     return "caller:" + hashlib.sha256(json.dumps(perms).encode()).hexdigest()
 
 
@@ -129,7 +127,7 @@ class Toolbox:
 
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
-        self._perms = _caller(self.caller).names
+        self._perms = perms_of(self.caller).names
         if self.user is not None and not isinstance(self.user, str):
             raise InvalidParameterError(f"user must be a string or None, not {type(self.user).__name__}")
         self.user = self._user = usage_key(self._perms) if self.user is None else self.user

@@ -195,7 +195,8 @@ RETRY_S = 1.0
 FLUSH_BATCH = 500
 
 
-def _redis_module() -> Any:
+def redis_module() -> Any:
+    """The ``redis`` client package (:class:`~toolsift.errors.MissingExtraError` without it)."""
     try:
         import redis
     except ImportError:
@@ -274,7 +275,7 @@ class RedisUsageStore:
         return len(self._queued)
 
     def _flush(self) -> bool:
-        redis = _redis_module()
+        redis = redis_module()
         while self._queued:
             if time.monotonic() < self._retry_at:
                 return False
@@ -316,7 +317,7 @@ class RedisUsageStore:
     def _read(self, user: str, tool: str | None) -> dict[str, tuple[float, int, float]]:
         """The rows of ``user`` (one tool, or all): from Redis, or else the last read ones plus
         this process's queued calls."""
-        redis = _redis_module()
+        redis = redis_module()
         with self._lock:
             self._flush()
             if time.monotonic() >= self._retry_at:
@@ -382,7 +383,7 @@ def redis_client(url: Any, timeout_s: float = 1.0) -> Any:
     Raises:
         InvalidParameterError: ``url`` is not a ``redis://``, ``rediss://`` or ``unix://`` URL.
     """
-    redis = _redis_module()
+    redis = redis_module()
     if isinstance(url, redis.Redis):
         return url
     if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):

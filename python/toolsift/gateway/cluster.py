@@ -40,7 +40,7 @@ import anyio
 
 from ..errors import SnapshotError, StoreUnavailableError
 from ..index import Index
-from ..usage import RedisUsageStore, _redis_module
+from ..usage import RedisUsageStore, redis_module
 
 log = logging.getLogger("toolsift.gateway")
 
@@ -98,7 +98,7 @@ class Cluster:
     """
 
     def __init__(self, url: str, *, prefix: str = "toolsift", lock_ttl: float = 5.0) -> None:
-        redis = _redis_module()
+        redis = redis_module()
         from redis import asyncio as aredis
 
         self.errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)

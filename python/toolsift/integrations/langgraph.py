@@ -33,7 +33,8 @@ try:
 except ImportError as e:  # pragma: no cover - without the extra
     raise MissingExtraError(f"{__name__} needs LangGraph: pip install 'toolsift[langgraph]' ({e})") from e
 
-from ..index import Caller, Index, _caller
+from ..callers import Caller, perms_of
+from ..index import Index
 from ..query import Query
 from ..registry import Catalog, Tool
 from ..tiers import Hooks, Toolbox
@@ -50,7 +51,7 @@ def caller_config(caller: Caller, config: RunnableConfig | None = None) -> Runna
     """``config`` (or a new one) with the caller's permissions under ``configurable``, for
     ``graph.invoke(inputs, config=caller_config({"orders.read"}))``."""
     out: RunnableConfig = dict(config or {})  # type: ignore[assignment]
-    out["configurable"] = {**(out.get("configurable") or {}), CALLER_KEY: _caller(caller).names}
+    out["configurable"] = {**(out.get("configurable") or {}), CALLER_KEY: perms_of(caller).names}
     return out
 
 
@@ -130,7 +131,7 @@ class Toolset:
     ) -> None:
         self.index = catalog if isinstance(catalog, Index) else Index(catalog)
         self.handlers = dict(handlers or {})
-        self.caller = _caller(caller).names
+        self.caller = perms_of(caller).names
         self.hooks = hooks or Hooks()
         self.usage = usage
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
@@ -144,7 +145,7 @@ class Toolset:
         config of the run in progress when ``config`` is ``None``), else :attr:`caller`."""
         configurable = ensure_config(config).get("configurable") or {}
         if CALLER_KEY in configurable:
-            return _caller(configurable[CALLER_KEY]).names
+            return perms_of(configurable[CALLER_KEY]).names
         return self.caller
 
     def toolbox(self, config: RunnableConfig | None = None) -> Toolbox:

@@ -35,8 +35,9 @@ try:
 except ImportError as e:  # pragma: no cover - without the extra
     raise MissingExtraError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
 
+from ..callers import Caller, perms_of
 from ..gateway.server import digest
-from ..index import Caller, Index, _caller
+from ..index import Index
 from ..plan import CALL, SEARCH
 from ..registry import Catalog
 from ..tiers import Hooks, Toolbox, ToolTierOptions
@@ -106,7 +107,7 @@ class Front:
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         if not callable(caller):
-            _caller(caller)  # a bad fixed caller is refused now, not on the first request
+            perms_of(caller)  # a bad fixed caller is refused now, not on the first request
         self._list, self._call = listing, calling
         self.caller, self.permissions, self.hooks = caller, permissions, hooks or Hooks()
         self.tiers = ToolTierOptions(core=list(pinned), pinned=list(pinned), budget_tokens=budget_tokens)
@@ -152,7 +153,7 @@ class Front:
         value = self.caller(ctx) if callable(self.caller) else self.caller
         if inspect.isawaitable(value):
             value = await value
-        return _caller(value).names
+        return perms_of(value).names
 
     async def _box(self, version: _Version, perms: tuple[str, ...]) -> Toolbox:
         box = version.boxes.get(perms)

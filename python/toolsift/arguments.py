@@ -1,0 +1,73 @@
+"""Checks of the plain arguments of an index and its queries: counts, numbers, flags, queries.
+
+Each returns the value in the form the core takes, or raises
+:class:`~toolsift.errors.InvalidParameterError` naming the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .errors import InvalidParameterError
+from .query import Query, check_text
+
+UNLIMITED = 2**64 - 1
+"""The largest count the core takes, and what a count past it means: no limit."""
+
+
+def count(name: str, value: object) -> int:
+    """``value`` as a non-negative int; counts past 2**64 - 1 mean the same as it, no limit."""
+    if type(value) is int and 0 <= value <= UNLIMITED:  # the common case, checked first
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidParameterError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise InvalidParameterError(f"{name} must be >= 0, got {value}")
+    return min(value, UNLIMITED)
+
+
+def limit(name: str, value: int | None) -> int:
+    """A limit that ``None`` lifts: :data:`UNLIMITED` for ``None``, else :func:`count`."""
+    return UNLIMITED if value is None else count(name, value)
+
+
+def number(name: str, value: object) -> float:
+    """``value`` as a float (an int or float, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidParameterError(f"{name} must be a number, not {type(value).__name__}")
+    return float(value)
+
+
+def flag(name: str, value: object) -> bool:
+    """``value``, which must be ``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise InvalidParameterError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def evidence_floor(min_evidence: object) -> float | None:
+    """The relevance gate's floor: ``None`` (off) or a finite number >= 0."""
+    if min_evidence is None:
+        return None
+    value = number("min_evidence", min_evidence)
+    if not value >= 0.0 or value == float("inf"):
+        raise InvalidParameterError(f"min_evidence must be a finite number >= 0 or None, not {min_evidence!r}")
+    return value
+
+
+def query_parts(query: str | Query) -> str | list[tuple[str, float]]:
+    """A query as the core takes it: a string as it is, else its weighted pieces."""
+    if type(query) is str:  # the common case: the core takes the text as it is
+        return query
+    return list(Query.of(query).parts)
+
+
+def check_queries(queries: Iterable[object]) -> None:
+    """Raises :class:`InvalidParameterError` for the first query string that is not valid Unicode.
+
+    Called only once the core has refused a query: a string query goes to the core as it is,
+    and the core's own check of its text costs nothing more.
+    """
+    for query in queries:
+        if isinstance(query, str):
+            check_text("query", query)

@@ -1,0 +1,74 @@
+"""The ranking beyond the lexical side: the dense side fused with it, and the rerank hook.
+
+With neither an embedder nor a reranker an index ranks lexically only, in one call into the
+core; :attr:`Hybrid.lexical_only` says so and the index takes that path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .arguments import count, number
+from .callers import Perms
+from .dense import DenseIndex, Embedder, unit_rows
+from .errors import InvalidParameterError
+from .fusion import Reranker, fuse
+from .lexical import Lexical
+from .query import Query
+from .registry import Tool
+from .results import Hit
+from .text import dense_text
+
+
+class Hybrid:
+    """The dense index of the tools (with an embedder), the fusion weight ``alpha``, the rerank
+    hook and the ``depth`` of candidates taken from each side."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        names: list[str],
+        embedder: Embedder | None,
+        alpha: float,
+        rerank: Reranker | None,
+        depth: int,
+        dense_options: Mapping[str, Any] | None,
+        vectors: np.ndarray | None,
+    ) -> None:
+        if not 0.0 <= number("alpha", alpha) <= 1.0:
+            raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
+        self.embedder, self.alpha, self.rerank, self.depth = embedder, alpha, rerank, count("depth", depth)
+        self.dense: DenseIndex | None = None
+        if embedder is not None:
+            if vectors is None:
+                vectors = unit_rows(embedder.embed([dense_text(t) for t in tools]), "embedder output", names)
+            self.dense = DenseIndex(vectors, **(dense_options or {}))
+
+    @property
+    def lexical_only(self) -> bool:
+        """True without a dense side and a reranker."""
+        return self.dense is None and self.rerank is None
+
+    def rank(
+        self, lexical: Lexical, tools: Sequence[Tool], query: Query, perms: Perms, depth: int, scope: np.ndarray | None
+    ) -> list[Hit]:
+        """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use
+        (among the positions of ``scope``, when given)."""
+        positions, scores = lexical.search(list(query.parts), perms, depth, scope)
+        ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
+        if self.dense is not None and self.embedder is not None and query.parts:
+            texts, weights = zip(*query.parts, strict=True)
+            vectors = unit_rows(self.embedder.embed(list(texts)), "embedder output")
+            combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
+            if np.any(combined):
+                allowed = lexical.core.allowed_mask(lexical.scoped(perms, scope))
+                d_pos, d_scores = self.dense.search(combined, depth, allowed)
+                ranked = fuse(ranked, list(zip(d_pos.tolist(), d_scores.tolist(), strict=True)), self.alpha)
+        hits = [Hit(tools[i], i, s) for i, s in ranked[:depth]]
+        if self.rerank is not None:
+            offered = {h.position for h in hits}
+            hits = [h for h in self.rerank(query, hits) if h.position in offered]
+        return hits
