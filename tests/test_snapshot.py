@@ -413,3 +413,13 @@ def test_statistics_forged_from_caller_to_shared_are_overridden_by_the_loader(tm
     assert [h.score for h in ts.Index.load(path, statistics="caller").search("refund")] == alone  # ...not here
     with pytest.raises(ts.errors.InvalidParameterError):
         ts.Index.load(path, statistics="tenant")
+
+
+def test_a_loaded_index_is_opened_like_a_built_one(tmp_path: Path, support: ts.Index) -> None:
+    path = tmp_path / "support.tsidx"
+    support.save(path)
+    loaded = ts.Index.load(path)
+    assert sorted(vars(loaded)) == sorted(vars(support))  # one construction path: Index._open
+    assert {k: type(v) for k, v in vars(loaded).items() if k != "_tools" and k != "_positions"} == {
+        k: type(v) for k, v in vars(support).items() if k != "_tools" and k != "_positions"
+    }

@@ -14,10 +14,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _core
+from .callers import Caller
+from .errors import InvalidParameterError
 from .eval.datasets import LabelledQuery
+from .index import Index
 from .plan import DEFAULT_LIMIT
 from .registry import Tool
 from .results import Hit
@@ -25,8 +28,38 @@ from .scan import scan
 from .text import tool_fields
 from .usage import UsageStore
 
-if TYPE_CHECKING:
-    from .doctor import _View
+
+class View:
+    """The tools the doctor examines, the caller it ranks as, and word statistics over them."""
+
+    def __init__(self, index: Index, for_caller: Caller | None) -> None:
+        self.index = index
+        self.perms: tuple[str, ...] = tuple(index.permissions()) if for_caller is None else _perms(for_caller)
+        self.positions = [i for i in range(len(index)) if index.allows(index.name(i), caller=self.perms)]
+        self.tools = [index.tool(i) for i in self.positions]
+        self.names = {t.name for t in self.tools}
+        self.at = {p: j for j, p in enumerate(self.positions)}  # registry position -> place here
+        self.name_words = [set(_core.tokenize(t.name)) for t in self.tools]
+        self.description_words = [set(_core.tokenize(t.description)) for t in self.tools]
+        self.df: Counter[str] = Counter()
+        for name, description in zip(self.name_words, self.description_words, strict=True):
+            self.df.update(name | description)
+
+    def words(self, position: int) -> set[str]:
+        """The tokens of the name and description of the tool at a registry position."""
+        j = self.at[position]
+        return self.name_words[j] | self.description_words[j]
+
+
+def _perms(caller: Caller) -> tuple[str, ...]:
+    if caller is None:
+        return ()
+    if isinstance(caller, str):
+        return (caller,)
+    if isinstance(caller, Mapping):
+        raise InvalidParameterError("for_caller must be permissions (a set or list of str), not a mapping")
+    return tuple(caller)
+
 
 CONFUSABLE_SHARE = 0.8
 """A tool's query (its name and description) scores the other tool at least this share of the
@@ -60,7 +93,7 @@ class Diagnosis:
         return {"kind": self.kind, "tools": list(self.tools), "why": self.why, "fix": self.fix, "data": self.data}
 
 
-def poisoned(view: _View) -> Iterable[Diagnosis]:
+def poisoned(view: View) -> Iterable[Diagnosis]:
     fixes = {
         "instruction": "remove the text aimed at the model; review the server it came from",
         "sensitive_path": "remove the path; a tool description has no reason to name secrets",
@@ -72,7 +105,7 @@ def poisoned(view: _View) -> Iterable[Diagnosis]:
         yield Diagnosis("poisoned", (f.tool,), f"{f.kind} in {f.field}: {f.detail}", fixes[f.kind], {"scan": f.kind})
 
 
-def confusable(view: _View, batch: list[list[Hit]]) -> Iterable[Diagnosis]:
+def confusable(view: View, batch: list[list[Hit]]) -> Iterable[Diagnosis]:
     """Groups of tools in which each pair keeps :data:`CONFUSABLE_SHARE` of the other's own score
     on the other's name and description (``batch``: the hits of those queries)."""
     share: dict[tuple[int, int], float] = {}
@@ -109,7 +142,7 @@ def _cliques(pairs: Mapping[tuple[int, int], float]) -> list[list[int]]:
     return groups
 
 
-def _cluster(view: _View, members: list[int], closest: float) -> Diagnosis:
+def _cluster(view: View, members: list[int], closest: float) -> Diagnosis:
     tools = [view.index.tool(i) for i in members]
     words = [view.words(i) for i in members]
     apart = {}
@@ -161,7 +194,7 @@ def unreachable(asked: list[tuple[Tool, list[str]]], hits: list[list[Hit]], k: i
 
 
 def misses(
-    view: _View, queries: Sequence[LabelledQuery], labels: Mapping[str, str], searched: Iterator[list[Hit]]
+    view: View, queries: Sequence[LabelledQuery], labels: Mapping[str, str], searched: Iterator[list[Hit]]
 ) -> Iterable[Diagnosis]:
     """Per needed tool: the requests that did not get it offered (what a log recorded, else the
     next of ``searched``), and their words it lacks."""
@@ -238,7 +271,7 @@ def _lacking(text: str, held: set[str]) -> Iterator[str]:
             yield piece
 
 
-def _bits(view: _View, words: Iterable[str]) -> float:
+def _bits(view: View, words: Iterable[str]) -> float:
     """Information of a set of words about which tool holds them, under independence: each word
     held by ``df`` of the ``N`` tools says ``log2(N / df)`` bits. Singling out one tool takes
     ``log2(N)``; a description whose words beyond the name say less cannot, whatever the query."""
@@ -246,7 +279,7 @@ def _bits(view: _View, words: Iterable[str]) -> float:
     return sum(math.log2(n / view.df[w]) for w in words if view.df[w])
 
 
-def vague(view: _View) -> Iterable[Diagnosis]:
+def vague(view: View) -> Iterable[Diagnosis]:
     n = len(view.tools)
     needed = math.log2(n) if n > 1 else 0.0
     generic = max(math.sqrt(n), 2.0)  # a word in sqrt(N) tools says at most half the needed bits
@@ -278,7 +311,7 @@ def vague(view: _View) -> Iterable[Diagnosis]:
         )
 
 
-def token_hogs(view: _View, budget: int, k: int) -> Iterable[Diagnosis]:
+def token_hogs(view: View, budget: int, k: int) -> Iterable[Diagnosis]:
     share = budget / k
     costs = [(view.index.cost(i), i) for i in view.positions]
     for cost, i in sorted((c for c in costs if c[0] > share), key=lambda c: (-c[0], c[1])):
@@ -295,7 +328,7 @@ def token_hogs(view: _View, budget: int, k: int) -> Iterable[Diagnosis]:
 
 
 def pins(
-    view: _View, queries: Sequence[LabelledQuery], labels: Mapping[str, str], usage: UsageStore | None
+    view: View, queries: Sequence[LabelledQuery], labels: Mapping[str, str], usage: UsageStore | None
 ) -> Iterable[Diagnosis]:
     core = {t.name for t in view.tools if t.core}
     sources: list[tuple[str, int, Counter[str]]] = []

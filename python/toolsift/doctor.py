@@ -41,20 +41,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from . import _core, checks
+from . import checks
 from .arguments import count
 from .callers import Caller
-from .checks import CONFUSABLE_SHARE, NEIGHBOURS, PIN_SHARE, Diagnosis
+from .checks import CONFUSABLE_SHARE, NEIGHBOURS, PIN_SHARE, Diagnosis, View
 from .errors import InvalidParameterError
 from .eval.datasets import Dataset, LabelledQuery
 from .index import Index
 from .plan import DEFAULT_LIMIT
 from .registry import Catalog, Tool
+from .report import Markup, codes, escape, page, table
 from .tiers import ToolTierOptions
 from .usage import UsageStore
 
@@ -101,41 +102,7 @@ class Checkup:
 
     def to_html(self) -> str:
         """The checkup as one self-contained HTML page."""
-        from .report import checkup_html
-
         return checkup_html(self)
-
-
-class _View:
-    """The tools the doctor examines, the caller it ranks as, and word statistics over them."""
-
-    def __init__(self, index: Index, for_caller: Caller | None) -> None:
-        self.index = index
-        self.perms: tuple[str, ...] = tuple(index.permissions()) if for_caller is None else _perms(for_caller)
-        self.positions = [i for i in range(len(index)) if index.allows(index.name(i), caller=self.perms)]
-        self.tools = [index.tool(i) for i in self.positions]
-        self.names = {t.name for t in self.tools}
-        self.at = {p: j for j, p in enumerate(self.positions)}  # registry position -> place here
-        self.name_words = [set(_core.tokenize(t.name)) for t in self.tools]
-        self.description_words = [set(_core.tokenize(t.description)) for t in self.tools]
-        self.df: Counter[str] = Counter()
-        for name, description in zip(self.name_words, self.description_words, strict=True):
-            self.df.update(name | description)
-
-    def words(self, position: int) -> set[str]:
-        """The tokens of the name and description of the tool at a registry position."""
-        j = self.at[position]
-        return self.name_words[j] | self.description_words[j]
-
-
-def _perms(caller: Caller) -> tuple[str, ...]:
-    if caller is None:
-        return ()
-    if isinstance(caller, str):
-        return (caller,)
-    if isinstance(caller, Mapping):
-        raise InvalidParameterError("for_caller must be permissions (a set or list of str), not a mapping")
-    return tuple(caller)
 
 
 def doctor(
@@ -172,7 +139,7 @@ def doctor(
         ToolTierOptions().effective_budget_tokens() if budget_tokens is None else count("budget_tokens", budget_tokens)
     )
     index = _index(catalog, index)
-    view = _View(index, for_caller)
+    view = View(index, for_caller)
     labelled = list(queries.queries if isinstance(queries, Dataset) else queries or ())
     labels = queries.labels if isinstance(queries, Dataset) else {}
     own = [f"{t.name}\n{t.description}" for t in view.tools]
@@ -208,3 +175,31 @@ def _index(catalog: Catalog | Iterable[Tool] | Index, index: Index | None) -> In
         at = f"at position {where} ({index.names[where]!r} in the index)" if where is not None else "in number"
         raise InvalidParameterError(f"the index holds other tools than the catalog: they differ {at}")
     return index
+
+
+_TITLES = {
+    "poisoned": "Poisoned or shadowing definitions",
+    "confusable": "Confusable tools",
+    "unreachable": "Unreachable tools",
+    "miss": "Misses",
+    "vague": "Vague descriptions",
+    "token_hog": "Token hogs",
+    "pin": "Pin suggestions",
+}
+
+
+def checkup_html(checkup: Checkup) -> str:
+    """The doctor's findings as a page: counts per kind, then a table per kind."""
+    counts = checkup.counts()
+    titles = ((Markup(f'<a href="#{k}">{escape(_TITLES[k])}</a>') if n else _TITLES[k], n) for k, n in counts.items())
+    body = [table(["finding", "count"], titles, numeric=(1,), cls="counts")]
+    for kind, n in counts.items():
+        if not n:
+            continue
+        rows = ((codes(d.tools), d.why, d.fix) for d in checkup.of(kind))
+        body += [f'<h2 id="{kind}">{escape(_TITLES[kind])} ({n:,})</h2>', table(["tools", "why", "fix"], rows)]
+    lead = (
+        f"{checkup.tools:,} tools, {checkup.queries:,} requests; shortlist k={checkup.k}, "
+        f"budget {checkup.budget_tokens:,} tokens"
+    )
+    return page("toolsift doctor", lead, body)

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import CatalogEncodingError, CatalogFormatError, ToolsiftError
-from .registry import Tool
+
+T = TypeVar("T")
+"""The tool class the loaders make (:class:`toolsift.Tool`, which passes itself in: the loaders
+do not import the registry, which imports them)."""
 
 Permissions = Mapping[str, Any] | Callable[[str], Any] | None
 
@@ -49,7 +52,7 @@ def _field(item: Mapping[str, Any], key: str, position: int, kind: type, default
     return value
 
 
-def _finish(tools: list[dict[str, Any]], permissions: Permissions, core: Iterable[str]) -> list[Tool]:
+def _finish(make: type[T], tools: list[dict[str, Any]], permissions: Permissions, core: Iterable[str]) -> list[T]:
     core_names = set(core)
     out = []
     for spec in tools:
@@ -58,7 +61,7 @@ def _finish(tools: list[dict[str, Any]], permissions: Permissions, core: Iterabl
             perms = permissions(name) if callable(permissions) else permissions.get(name, ())
             spec["permissions"] = () if perms is None else perms
         spec["core"] = spec.get("core", False) or name in core_names
-        out.append(Tool(**spec))
+        out.append(make(**spec))
     return out
 
 
@@ -96,27 +99,29 @@ def _anthropic_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     }
 
 
-def _load(data: Any, what: str, spec: Callable[[Mapping[str, Any], int], dict[str, Any]], **options: Any) -> list[Tool]:
+def _load(
+    make: type[T], data: Any, what: str, spec: Callable[[Mapping[str, Any], int], dict[str, Any]], **options: Any
+) -> list[T]:
     specs = [spec(_as_dict(item, i), i) for i, item in enumerate(_items(data, what))]
-    return _finish(specs, options.get("permissions"), options.get("core", ()))
+    return _finish(make, specs, options.get("permissions"), options.get("core", ()))
 
 
-def load_mcp(result: Any, **options: Any) -> list[Tool]:
+def load_mcp(make: type[T], result: Any, **options: Any) -> list[T]:
     """Tools of an MCP ``tools/list`` result."""
-    return _load(result, "an MCP tools/list result", _mcp_spec, **options)
+    return _load(make, result, "an MCP tools/list result", _mcp_spec, **options)
 
 
-def load_openai(tools: Any, **options: Any) -> list[Tool]:
+def load_openai(make: type[T], tools: Any, **options: Any) -> list[T]:
     """Tools of an OpenAI ``tools`` array."""
-    return _load(tools, "an OpenAI tools array", _openai_spec, **options)
+    return _load(make, tools, "an OpenAI tools array", _openai_spec, **options)
 
 
-def load_anthropic(tools: Any, **options: Any) -> list[Tool]:
+def load_anthropic(make: type[T], tools: Any, **options: Any) -> list[T]:
     """Tools of an Anthropic ``tools`` array."""
-    return _load(tools, "an Anthropic tools array", _anthropic_spec, **options)
+    return _load(make, tools, "an Anthropic tools array", _anthropic_spec, **options)
 
 
-def _any_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+def _any_spec(item: Mapping[str, Any], i: int, fields: frozenset[str]) -> dict[str, Any]:
     """Detects the shape of one file item: OpenAI, MCP, Anthropic or toolsift's own."""
     if item.get("type") == "function" or "function" in item:
         return _openai_spec(item, i)
@@ -124,12 +129,17 @@ def _any_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
         return _mcp_spec(item, i)
     if "input_schema" in item:
         return _anthropic_spec(item, i)
-    return _native_spec(item, i)
+    return _native_spec(item, i, fields)
 
 
-def _native_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
-    """toolsift's own form: the field names of :class:`Tool` (validated when the tool is made)."""
-    fields = set(Tool.__dataclass_fields__)
+def _fields(make: type[Any]) -> frozenset[str]:
+    """The field names of the dataclass ``make``."""
+    return frozenset(make.__dataclass_fields__)
+
+
+def _native_spec(item: Mapping[str, Any], i: int, fields: frozenset[str]) -> dict[str, Any]:
+    """toolsift's own form: the field names of :class:`~toolsift.Tool` (validated when the
+    tool is made)."""
     unknown = sorted(set(item) - fields)
     name = _field(item, "name", i, str)
     if unknown:
@@ -137,9 +147,9 @@ def _native_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     return dict(item)
 
 
-def load_native(item: Any, position: int) -> Tool:
+def load_native(make: type[T], item: Any, position: int) -> T:
     """One tool in toolsift's own form."""
-    return Tool(**_native_spec(_as_dict(item, position), position))
+    return make(**_native_spec(_as_dict(item, position), position, _fields(make)))
 
 
 def _decode(path: Path) -> str:
@@ -192,7 +202,7 @@ def _parse(text: str, path: Path) -> Any:
     return [value for _, value in json_lines(text, path)]
 
 
-def load_file(path: str | Path, **options: Any) -> list[Tool]:
+def load_file(make: type[T], path: str | Path, **options: Any) -> list[T]:
     """Tools of a ``.json`` file (a list, or an object with a ``tools`` list) or a ``.jsonl`` file."""
     p = Path(path)
     try:
@@ -200,7 +210,8 @@ def load_file(path: str | Path, **options: Any) -> list[Tool]:
     except OSError as e:
         raise CatalogFormatError(f"cannot read {p}: {e.strerror}") from None
     try:
-        return _load(_parse(text, p), f"{p}", _any_spec, **options)
+        fields = _fields(make)
+        return _load(make, _parse(text, p), f"{p}", lambda item, i: _any_spec(item, i, fields), **options)
     except ToolsiftError as e:
         if e.args and str(p) not in str(e.args[0]):
             e.args = (f"{p}: {e.args[0]}", *e.args[1:])

@@ -22,6 +22,7 @@ from .errors import (
     SchemaError,
     UnknownToolError,
 )
+from .loaders import load_anthropic, load_file, load_mcp, load_native, load_openai
 
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 MAX_NAME_CHARS = 256
@@ -199,9 +200,7 @@ class Tool:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, position: int | None = None) -> Tool:
         """A tool from toolsift's own JSON form (the field names of this class)."""
-        from .loaders import load_native
-
-        return load_native(data, position or 0)
+        return load_native(cls, data, position or 0)
 
 
 class Catalog(Sequence[Tool]):
@@ -293,30 +292,22 @@ class Catalog(Sequence[Tool]):
     @classmethod
     def from_mcp(cls, result: Any, **options: Any) -> Catalog:
         """From an MCP ``tools/list`` result (a dict, an SDK result object, or its tool list)."""
-        from .loaders import load_mcp
-
-        return cls(load_mcp(result, **options))
+        return cls(load_mcp(Tool, result, **options))
 
     @classmethod
     def from_openai(cls, tools: Any, **options: Any) -> Catalog:
         """From an OpenAI ``tools`` array (Chat Completions or Responses form)."""
-        from .loaders import load_openai
-
-        return cls(load_openai(tools, **options))
+        return cls(load_openai(Tool, tools, **options))
 
     @classmethod
     def from_anthropic(cls, tools: Any, **options: Any) -> Catalog:
         """From an Anthropic ``tools`` array."""
-        from .loaders import load_anthropic
-
-        return cls(load_anthropic(tools, **options))
+        return cls(load_anthropic(Tool, tools, **options))
 
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> Catalog:
         """From a JSON or JSON Lines file of tools in any of the supported shapes."""
-        from .loaders import load_file
-
-        return cls(load_file(path, **options))
+        return cls(load_file(Tool, path, **options))
 
 
 #: Every field of :class:`Tool` but its name, with its default (``MISSING`` for ``parameters``).

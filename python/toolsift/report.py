@@ -1,4 +1,4 @@
-"""Self-contained HTML pages: the doctor's checkup and the evaluation report.
+"""Self-contained HTML pages: the shell, tables and charts of the doctor's and the evaluation's pages.
 
 A page carries its styles inline and its charts as inline SVG drawn by matplotlib
 (``pip install 'toolsift[report]'``), so it opens offline, fetches nothing and runs no script.
@@ -12,12 +12,9 @@ import html
 import io
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import MissingExtraError
-
-if TYPE_CHECKING:
-    from .doctor import Checkup
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 72rem;
@@ -108,31 +105,3 @@ def svg(fig: Any, key: str) -> str:
 def figure(fig: Any, key: str, caption: str) -> str:
     """A ``<figure>`` with the chart and its caption."""
     return f'<figure id="{escape(key)}">{svg(fig, key)}<figcaption>{escape(caption)}</figcaption></figure>'
-
-
-_TITLES = {
-    "poisoned": "Poisoned or shadowing definitions",
-    "confusable": "Confusable tools",
-    "unreachable": "Unreachable tools",
-    "miss": "Misses",
-    "vague": "Vague descriptions",
-    "token_hog": "Token hogs",
-    "pin": "Pin suggestions",
-}
-
-
-def checkup_html(checkup: Checkup) -> str:
-    """The doctor's findings as a page: counts per kind, then a table per kind."""
-    counts = checkup.counts()
-    titles = ((Markup(f'<a href="#{k}">{escape(_TITLES[k])}</a>') if n else _TITLES[k], n) for k, n in counts.items())
-    body = [table(["finding", "count"], titles, numeric=(1,), cls="counts")]
-    for kind, n in counts.items():
-        if not n:
-            continue
-        rows = ((codes(d.tools), d.why, d.fix) for d in checkup.of(kind))
-        body += [f'<h2 id="{kind}">{escape(_TITLES[kind])} ({n:,})</h2>', table(["tools", "why", "fix"], rows)]
-    lead = (
-        f"{checkup.tools:,} tools, {checkup.queries:,} requests; shortlist k={checkup.k}, "
-        f"budget {checkup.budget_tokens:,} tokens"
-    )
-    return page("toolsift doctor", lead, body)

@@ -23,26 +23,53 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
+import mcp_types as types
 
 from ..errors import ToolsiftError
+from ..index import Index
 from ..registry import Tool
 from .cluster import Cluster, Row, decode_manifest, encode_manifest, load_snapshot, snapshot_bytes
-from .config import namespaced, permissions_of
-
-if TYPE_CHECKING:
-    from ..index import Index
-    from .server import Gateway
+from .config import GatewayConfig, namespaced, permissions_of
+from .telemetry import Telemetry
+from .upstream import Upstream
+from .versions import Entry, Version
+from .versions import digest as tool_digest
 
 log = logging.getLogger("toolsift.gateway")
+
+
+class Replicated(Protocol):
+    """What replication reads and changes of its gateway (:class:`~toolsift.gateway.server.Gateway`
+    is one): the version in service and the tool table it was made from, with the lock that
+    guards them. Named here so that this module does not import the server, which imports it."""
+
+    config: GatewayConfig
+    upstreams: dict[str, Upstream]
+    version: Version
+    log: Any  # server.EventLog
+    telemetry: Telemetry
+    _table: dict[str, Entry]
+    _held: dict[str, Entry]
+    _seen: set[str]
+    _listed: dict[str, list[types.Tool]]
+    _table_version: int
+    _lock: anyio.Lock
+    _task_group: anyio.abc.TaskGroup | None
+
+    async def _apply(self, server: str, tools: list[types.Tool]) -> None: ...
+    async def _swap(self) -> None: ...
+    async def _notify(self) -> None: ...
+    async def _prepare(self, version: Version) -> None: ...
 
 
 class Replication:
     """Keeps one :class:`~toolsift.gateway.server.Gateway` in step with the others of its cluster."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Replicated) -> None:
         config = gateway.config.cluster
         assert config is not None
         self.gateway = gateway
@@ -80,14 +107,12 @@ class Replication:
         """A replica that does not list heard ``server``'s tools: when they differ from the
         version in service, it asks the lister to list that server again (an upstream may tell
         only the connection that changed it)."""
-        from .server import digest
-
         version = self.gateway.version
         if version.number == 0:
             return  # not caught up yet: nothing to compare with
         current = {r[0]: r[3] for r in version.table if r[1] == server}
         current.update({n: new for n, (_, new) in version.held.items() if n in current})
-        fresh = {namespaced(server, t.name): digest(t) for t in tools}
+        fresh = {namespaced(server, t.name): tool_digest(t) for t in tools}
         if fresh != current:
             await self.cluster.announce(f"changed {server}")
 
@@ -198,8 +223,6 @@ class Replication:
             gateway.log.write("version_refused", version=stored.version, error=str(e))
             self.refused, self._refused_version = self.refused + 1, stored.version
             return
-        from .server import Version
-
         entries = {}
         for name, server, upstream, digest, hidden, cut in table:
             if name in index.names:
@@ -244,6 +267,4 @@ class Replication:
 
 
 def _entry(server: str, upstream: str, tool: Tool, digest: str, hidden: bool = False, cut: int = 0, **more: Any) -> Any:
-    from .server import Entry
-
     return Entry(server, upstream, tool, digest, hidden, cut, **more)

@@ -14,7 +14,6 @@ is built beside the one in service and swapped in whole, so every request sees e
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import json
 import logging
 import logging.handlers
@@ -23,7 +22,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -52,6 +50,7 @@ from .config import CallerConfig, GatewayConfig, all_permissions, loopback, name
 from .replica import Replication
 from .telemetry import Telemetry
 from .upstream import Upstream
+from .versions import Entry, Listing, Permissions, Version, digest
 
 log = logging.getLogger("toolsift.gateway")
 
@@ -73,61 +72,6 @@ INLINE_QUERY_CHARS = 1000
 #: The caller of the HTTP request being served, set by :class:`_Authenticate` for the SDK's
 #: request-scoped hooks that get no context (``get_tool_input_schema``).
 _REQUEST_CALLER: contextvars.ContextVar[CallerConfig | None] = contextvars.ContextVar("caller", default=None)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One upstream tool as the gateway holds it."""
-
-    server: str
-    upstream_name: str
-    tool: Tool
-    digest: str
-    hidden: bool = False
-    cut_from: int = 0
-    """The length in characters of the upstream's description when the gateway cut it, else 0."""
-    placeholder: bool = False
-    """Known by digest only (taken over from another replica's version, not in service there):
-    never put in service until a listing of its server brings the definition."""
-
-
-Permissions = tuple[str, ...]
-
-
-@dataclass
-class Listing:
-    """What the gateway answers one permission set with: its toolbox, its ``tools/list`` tools and
-    their input schemas by name."""
-
-    toolbox: Toolbox
-    tools: list[types.Tool]
-    schemas: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Version:
-    """One immutable index version and the listings made from it, one per permission set (callers
-    with the same permissions share one; each is built once, off the event loop)."""
-
-    number: int
-    entries: Mapping[str, Entry]
-    index: Index
-    listings: dict[Permissions, Listing] = field(default_factory=dict)
-    building: dict[Permissions, anyio.Lock] = field(default_factory=dict)
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    """Set once the listing of every configured caller's permission set is built (one that fails
-    is logged, and its callers get the error on their requests)."""
-    held: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    """Schema changes held back when this version was made: ``{name: (old digest, new digest)}``."""
-    table: tuple[tuple[str, str, str, str, bool, int], ...] = ()
-    """The whole tool table it was made from (see :data:`toolsift.gateway.cluster.Row`)."""
-
-
-def digest(tool: types.Tool) -> str:
-    """SHA-256 of what a model relies on: description, input schema, annotations, title."""
-    data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-    kept = {k: data.get(k) for k in ("title", "description", "inputSchema", "annotations")}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 class EventLog:

@@ -36,7 +36,7 @@ except ImportError as e:  # pragma: no cover - without the extra
     raise MissingExtraError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
 
 from ..callers import Caller, perms_of
-from ..gateway.server import digest
+from ..gateway.versions import digest
 from ..index import Index
 from ..plan import CALL, SEARCH
 from ..registry import Catalog
