@@ -169,10 +169,11 @@ def test_the_botocore_catalog_indexes_and_costs_exactly_as_the_reference() -> No
 
 def test_the_columns_the_core_gets_are_the_reference_texts_but_the_schema() -> None:
     tools = [ts.Tool("a", "b", {"properties": {"x": {"title": "y"}}}, examples=["e1", "e2"], search_text="s")]
-    columns = field_columns(tools)
+    columns = field_columns(tools, {"a": "learned words"})
     assert len(columns) == len(FIELDS)
-    texts = tool_fields(tools[0])
-    assert [c[0] for c in columns] == [texts[0], texts[1], tools[0].parameters, texts[3], texts[4]]
+    texts = tool_fields(tools[0], "learned words")
+    assert [c[0] for c in columns] == [texts[0], texts[1], tools[0].parameters, *texts[3:]]
+    assert texts[5] == "learned words" and field_columns(tools)[5] == [""]
 
 
 json_values = st.recursive(

@@ -10,6 +10,7 @@ from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool
 from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
 from .doctor import Checkup, Diagnosis, doctor
 from .index import Index
+from .learning import Learned
 from .plan import Tier
 from .query import MAX_WEIGHT, Query
 from .registry import Catalog, Tool
@@ -28,6 +29,7 @@ __all__ = [
     "Hit",
     "Hooks",
     "Index",
+    "Learned",
     "OpenAIEmbedder",
     "Query",
     "RedisUsageStore",

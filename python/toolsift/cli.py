@@ -199,9 +199,16 @@ def evaluate(args: argparse.Namespace) -> int:
     else:
         raise ToolsiftError("give --dataset bfcl, both --tools FILE and --queries FILE, or --gateway-log FILE")
     makers = {"toolsift": ev.toolsift_system, **ev.BASELINES}
+    replayed = None
+    if args.replay is not None:  # toolsift as built and with what the log taught, on the rest
+        with _progress("Playing the log") as progress:
+            replayed = ev.replay(dataset, args.replay, seed=args.seed, progress=lambda d, t: progress(d, t, ""))
+        dataset = replayed.scored
+        named: list[tuple[str, ev.System | None]] = [(s.name, s) for s in replayed.systems]
+    else:
+        named = [(name, makers[name](dataset)) for name in args.systems]
     results = []
-    for name in args.systems:
-        system = makers[name](dataset)
+    for name, system in named:
         if system is None:
             print(f"skipping {name}: its packages are not installed (pip install '.[eval,dense]')", file=sys.stderr)
             continue
@@ -210,6 +217,12 @@ def evaluate(args: argparse.Namespace) -> int:
                 ev.evaluate(system, dataset, budget_tokens=args.budget_tokens, progress=lambda d, t: progress(d, t, ""))
             )
     print(ev.markdown(results, dataset))
+    if replayed is not None:
+        order = "shuffled with seed " + str(args.seed) if args.seed is not None else "in the dataset's order"
+        print(
+            f"\nReplay: the first {replayed.played:,} requests ({order}) played as the log; "
+            f"{replayed.learned_tools:,} tools learned words; the other {len(dataset.queries):,} scored."
+        )
     if args.json:
         Path(args.json).write_text(ev.to_json(results, dataset), encoding="utf-8")
     if args.report:
@@ -394,6 +407,13 @@ def _parser() -> argparse.ArgumentParser:
     _renamed(e, "--budget", "--budget-tokens")
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     e.add_argument("--report", metavar="FILE", help="also write an HTML report with charts (needs matplotlib)")
+    e.add_argument(
+        "--replay",
+        type=float,
+        metavar="FRACTION",
+        help="learning from use: play the first FRACTION of the requests as the log, score the rest with and without",
+    )
+    e.add_argument("--seed", type=int, default=None, help="with --replay: shuffle the requests with this seed first")
     e.set_defaults(run=evaluate)
     r = sub.add_parser("doctor", help="what to fix in a catalog: confusable, unreachable, vague tools, misses, pins")
     r.add_argument("catalog", nargs="?", help="catalog file (any shape `search` reads) or saved index")

@@ -31,7 +31,7 @@ from .hybrid import Hybrid
 from .intents import IntentRanking, clauses, merge, rank_intents
 from .lexical import Lexical
 from .parts import Parts as IndexParts
-from .parts import build, read
+from .parts import build, read, relearned
 from .query import Query
 from .registry import Catalog, Tool, name_arg
 from .results import Hit, Packed, Selection
@@ -96,6 +96,10 @@ class Index:
         intents: Rank each intent of a compound request on its own too, and merge the rankings so
             that every intent gets tools (see :mod:`toolsift.intents`); a request of one intent
             is ranked as a whole either way. On by default.
+        learned: ``{tool name: text}``, the ``learned`` field of the named tools: words that
+            requests which led to calls of the tool added (see :mod:`toolsift.learning`, whose
+            :meth:`~toolsift.learning.Learned.texts` gives them; :meth:`with_learned` swaps them
+            in a copy of a built index). Weighted below the authored fields.
         scan: Poisoned-definition policy (see :mod:`toolsift.scan`): ``"off"`` (default),
             ``"report"`` (findings in :attr:`findings`), ``"withhold"`` (flagged tools are indexed
             but never returned, selected or callable by anyone) or ``"refuse"`` (raise
@@ -124,6 +128,7 @@ class Index:
         group_by: Callable[[Tool], str] | None = None,
         min_evidence: float | None = None,
         intents: bool = True,
+        learned: Mapping[str, str] | None = None,
     ) -> None:
         started = time.perf_counter()
         grouping = group_function(group_by)
@@ -137,6 +142,7 @@ class Index:
             count_tokens=count_tokens,
             scan=scan,
             keep_terms=keep_terms,
+            learned=learned,
         )
         self._open(
             parts,
@@ -173,9 +179,23 @@ class Index:
         intents: bool,
     ) -> None:
         """The one place an index's state is set, on :class:`~toolsift.parts.Parts` built from a
-        catalog (:meth:`__init__`) or read from a file (:meth:`load`)."""
+        catalog (:meth:`__init__`), read from a file (:meth:`load`) or rebuilt with other learned
+        texts (:meth:`with_learned`, which opens them with the same options)."""
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
+        self._parts = parts
+        self._options: dict[str, Any] = {
+            "statistics": statistics,
+            "tenant_cache_bytes": tenant_cache_bytes,
+            "group_by": group_by,
+            "embedder": embedder,
+            "alpha": alpha,
+            "rerank": rerank,
+            "depth": depth,
+            "dense_options": dense_options,
+            "min_evidence": min_evidence,
+            "intents": intents,
+        }
         self._tools: Sequence[Tool] = parts.tools
         self._positions: Mapping[str, int] = parts.positions
         self._core: Any = parts.core
@@ -186,7 +206,7 @@ class Index:
         self._permission_counts: dict[str, int] | None = None
         masks = Masks(parts.core)
         cache_bytes = count("tenant_cache_bytes", tenant_cache_bytes)
-        self._tenants = Tenants(parts.core, parts.tools, parts.scoring, masks, cache_bytes)
+        self._tenants = Tenants(parts.core, parts.tools, parts.scoring, masks, cache_bytes, parts.learned)
         self._lexical = Lexical(parts.core, masks, None if statistics == "shared" else self._tenants)
         names = self.names
         self._hybrid = Hybrid(parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors)
@@ -210,6 +230,7 @@ class Index:
         options: dict[str, Any] = {"alpha": self._hybrid.alpha, "depth": self._hybrid.depth}
         options["statistics"] = self._statistics
         options["min_evidence"], options["intents"] = self._min_evidence, self._intents
+        options["learned"] = dict(self._parts.learned)
         # prefix_weight is not repeated here: the core's own bytes hold it
         options["scoring"] = {"weights": list(build.weights), "b": list(build.bs), "k1": build.k1}
         started = time.perf_counter()
@@ -263,8 +284,29 @@ class Index:
         log.info("loaded %d tools from %s in %.3f s", len(index), path, time.perf_counter() - started)
         return index
 
+    @property
+    def learned(self) -> dict[str, str]:
+        """The learned text of each tool that has one (see ``learned`` of :class:`Index`)."""
+        return dict(self._parts.learned)
+
+    def with_learned(self, learned: Mapping[str, str] | None) -> Index:
+        """A copy of this index whose tools' learned texts are ``learned`` (the authored fields,
+        options, permissions, costs and tool vectors stay): the core index is rebuilt (about as
+        long as building this one took), this index is left as it is, so a server swaps the copy
+        in whole when it is ready. Per-caller statistics are cut afresh from the copy."""
+        dense = self._hybrid.dense
+        parts = relearned(self._parts, learned, None if dense is None else dense.vectors)
+        index = type(self).__new__(type(self))
+        index._open(parts, **self._options)
+        log.info("rebuilt %d tools with %d learned texts", len(self._tools), len(parts.learned))
+        return index
+
     def __len__(self) -> int:
         return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        """True when the index holds a tool of that name (whoever may use it: see :meth:`allows`)."""
+        return type(name) is str and name in self._positions
 
     @property
     def names(self) -> list[str]:

@@ -16,7 +16,8 @@ from .arguments import number
 from .assemble import default_token_count
 from .callers import WITHHELD
 from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError
-from .registry import Catalog, Tool
+from .query import check_text
+from .registry import Catalog, Tool, name_arg
 from .scan import Finding
 from .scan import scan as scan_tools
 from .snapshot import Options
@@ -27,7 +28,8 @@ from .text import field_columns, field_params
 
 class Parts(NamedTuple):
     """The tools in registry order, their positions by name, the core index and its scoring, the
-    scanner's findings and the tool vectors (``None``: none, or not wanted)."""
+    scanner's findings, the tool vectors (``None``: none, or not wanted) and the tools' learned
+    texts (see :mod:`toolsift.learning`)."""
 
     tools: Sequence[Tool]
     positions: Mapping[str, int]
@@ -35,6 +37,7 @@ class Parts(NamedTuple):
     scoring: Scoring
     findings: tuple[Finding, ...]
     vectors: np.ndarray | None
+    learned: Mapping[str, str]
 
 
 def build(
@@ -47,6 +50,7 @@ def build(
     count_tokens: Callable[[dict[str, Any]], int] | None,
     scan: str,
     keep_terms: bool,
+    learned: Mapping[str, str] | None = None,
 ) -> Parts:
     """The parts of an index of ``catalog``: tools scanned (``scan``: see :class:`~toolsift.Index`),
     each one's cost counted, the core index built."""
@@ -55,7 +59,8 @@ def build(
     findings, withheld = _scan(tools, scan)
     positions = {t.name: i for i, t in enumerate(tools)}  # names are unique: a Catalog holds them
     costs = _costs(tools, count_tokens or default_token_count)
-    columns = field_columns(tools)
+    texts = learned_texts(learned, positions)
+    columns = field_columns(tools, texts)
     weights, bs = field_params(field_weights, b)
     core = _core.Index(
         columns,
@@ -68,7 +73,45 @@ def build(
         prefix_weight=number("prefix_weight", prefix_weight),
         keep_terms=keep_terms,  # the per-caller indexes are cut from its term counts
     )
-    return Parts(tools, positions, core, Scoring(weights, bs, float(k1), float(prefix_weight)), findings, None)
+    scoring = Scoring(weights, bs, float(k1), float(prefix_weight))
+    return Parts(tools, positions, core, scoring, findings, None, texts)
+
+
+def relearned(parts: Parts, learned: Mapping[str, str] | None, vectors: np.ndarray | None) -> Parts:
+    """``parts`` with other learned texts: the core index rebuilt from the same tools, with the old
+    core's own field parameters, permissions (a withheld tool's mark included), costs and core
+    flags; ``vectors`` kept."""
+    old, tools = parts.core, parts.tools
+    texts, n = learned_texts(learned, parts.positions), len(tools)
+    fields = old.field_params
+    core = _core.Index(
+        field_columns(tools, texts),
+        [w for w, _ in fields],
+        [b for _, b in fields],
+        [old.permissions(i) for i in range(n)],
+        [old.cost(i) for i in range(n)],
+        [old.is_core(i) for i in range(n)],
+        k1=old.k1,
+        prefix_weight=old.prefix_weight,
+        keep_terms=old.keeps_terms,
+    )
+    return parts._replace(core=core, vectors=vectors, learned=texts)
+
+
+def learned_texts(learned: Mapping[str, str] | None, positions: Mapping[str, int]) -> dict[str, str]:
+    """``learned`` checked (text for tools of the index), non-empty texts only, in registry order."""
+    if learned is None:
+        return {}
+    if not isinstance(learned, Mapping):
+        raise InvalidParameterError(f"learned must be a mapping of tool name to text, not {type(learned).__name__}")
+    texts: dict[str, str] = {}
+    for name, text in learned.items():
+        key = name_arg(name)
+        if key not in positions:
+            raise InvalidParameterError(f"learned names the tool {key!r}, which the index does not hold")
+        if check_text(f"the learned text of {key!r}", text):
+            texts[key] = str.__str__(text)
+    return {n: texts[n] for n in sorted(texts, key=positions.__getitem__)}
 
 
 def read(path: str | Path, *, vectors: bool) -> tuple[Parts, Options]:
@@ -78,7 +121,7 @@ def read(path: str | Path, *, vectors: bool) -> tuple[Parts, Options]:
     scoring = options["scoring"]
     # the header's scoring equals the core's own parameters (checked by load)
     build = Scoring(scoring["weights"], scoring["b"], float(scoring["k1"]), core.prefix_weight)
-    return Parts(positions.tools, positions, core, build, (), stored), options
+    return Parts(positions.tools, positions, core, build, (), stored, options["learned"]), options
 
 
 def _scan(tools: Sequence[Tool], policy: str) -> tuple[tuple[Finding, ...], set[str]]:

@@ -33,9 +33,10 @@ from ._atomic import write_atomic
 from .callers import WITHHELD
 from .errors import SnapshotError, ToolsiftError
 from .registry import Tool, json_lines
+from .text import FIELDS
 
 MAGIC = b"TOOLSIFT"
-FORMAT = 2
+FORMAT = 3
 _HEAD = struct.Struct("<8sI5QI")
 
 
@@ -197,7 +198,7 @@ def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.In
             header = _header(header_b)
             names, by_name = _names(header["names"], len(core))
             lines = _lines(lines_b, tools_at[1], len(names))
-            options = _options(header["options"], core)
+            options = _options(header["options"], core, by_name)
             kept = _vectors(header["dim"], vec_b, len(names), decode=vectors)
         except SnapshotError as e:
             raise SnapshotError(f"{path}: {e}") from None
@@ -256,6 +257,7 @@ class Options(TypedDict):
     scoring: Scoring
     min_evidence: float | None
     intents: bool
+    learned: dict[str, str]
 
 
 class Scoring(TypedDict):
@@ -313,11 +315,16 @@ def _same_f32(value: object, stored: float) -> bool:
         return False
 
 
-def _options(options: object, core: _core.Index) -> Options:
-    names = ("alpha", "depth", "statistics", "scoring", "min_evidence", "intents")
+def _options(options: object, core: _core.Index, by_name: Mapping[str, int]) -> Options:
+    names = ("alpha", "depth", "statistics", "scoring", "min_evidence", "intents", "learned")
     if type(options) is not dict or set(options) != set(names):
         raise SnapshotError(f"the options are not exactly {', '.join(names)}")
-    alpha, depth, statistics, scoring, min_evidence, intents = (options[k] for k in names)
+    alpha, depth, statistics, scoring, min_evidence, intents, learned = (options[k] for k in names)
+    if type(learned) is not dict or not all(type(k) is str and type(v) is str and v for k, v in learned.items()):
+        raise SnapshotError("option learned must map tool names to non-empty texts")
+    unknown = next((k for k in learned if k not in by_name), None)
+    if unknown is not None:
+        raise SnapshotError(f"option learned names the tool {unknown!r}, which the file does not hold")
     if type(intents) is not bool:
         raise SnapshotError(f"option intents must be true or false, not {intents!r}")
     if min_evidence is not None and (not _number(min_evidence) or not 0.0 <= min_evidence < float("inf")):
@@ -332,6 +339,8 @@ def _options(options: object, core: _core.Index) -> Options:
         raise SnapshotError("option scoring is not exactly weights, b and k1")
     weights, bs, k1 = scoring["weights"], scoring["b"], scoring["k1"]
     fields = core.field_params
+    if len(fields) != len(FIELDS):
+        raise SnapshotError(f"the core index has {len(fields)} fields, not {len(FIELDS)}")
     if type(weights) is not list or type(bs) is not list or not len(weights) == len(bs) == len(fields):
         raise SnapshotError(f"option scoring must give {len(fields)} field weights and b values")
     same = _same_f32(k1, core.k1) and all(
@@ -347,6 +356,7 @@ def _options(options: object, core: _core.Index) -> Options:
         scoring=Scoring(weights=weights, b=bs, k1=k1),
         min_evidence=None if min_evidence is None else float(min_evidence),
         intents=intents,
+        learned=learned,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,8 +48,17 @@ class Tenants:
     """The per-caller core indexes of one index, built on first use, cached within ``limit``
     bytes (the index just built is always kept, even alone past the bound)."""
 
-    def __init__(self, core: Any, tools: Sequence[Tool], scoring: Scoring, masks: Masks, limit: int) -> None:
+    def __init__(
+        self,
+        core: Any,
+        tools: Sequence[Tool],
+        scoring: Scoring,
+        masks: Masks,
+        limit: int,
+        learned: Mapping[str, str] | None = None,
+    ) -> None:
         self._core, self._tools, self._scoring, self._masks = core, tools, scoring, masks
+        self._learned = learned or {}
         self.limit = limit
         # the core index whose term counts the per-caller indexes are cut from: the index's own
         # when built with statistics="caller", else (after load, or a mode overridden at load)
@@ -90,7 +99,7 @@ class Tenants:
         if self._terms is None:  # two threads may both build it: the same index either way
             core, build, n = self._core, self._scoring, len(self._tools)
             self._terms = _core.Index(
-                field_columns(self._tools),
+                field_columns(self._tools, self._learned),
                 build.weights,
                 build.bs,
                 [PUBLIC] * n,

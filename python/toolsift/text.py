@@ -1,8 +1,10 @@
 """What of a tool is indexed: its text fields and their default weights.
 
-The index sees five fields per tool. ``parameters`` is the text of the JSON schema: argument names,
+The index sees six fields per tool. ``parameters`` is the text of the JSON schema: argument names,
 titles, descriptions and enum values, up to three levels of nested properties (through ``items``
-and ``anyOf``/``oneOf``/``allOf`` too). ``$ref`` is not followed.
+and ``anyOf``/``oneOf``/``allOf`` too). ``$ref`` is not followed. ``learned`` is not authored: it
+holds the words that requests which led to calls of the tool added (see :mod:`toolsift.learning`),
+empty unless the index was given some, and weighs least.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from .errors import InvalidParameterError
 from .query import MAX_WEIGHT
 from .registry import Tool
 
-FIELDS: tuple[str, ...] = ("name", "description", "parameters", "examples", "search_text")
+FIELDS: tuple[str, ...] = ("name", "description", "parameters", "examples", "search_text", "learned")
 """Indexed fields, in the order the core receives them."""
 
 DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
@@ -26,6 +28,7 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
     "parameters": 0.5,
     "examples": 1.0,
     "search_text": 1.0,
+    "learned": 0.2,
 }
 """Weight of each field in BM25F's pseudo term frequency (0 leaves a field out)."""
 
@@ -35,6 +38,7 @@ DEFAULT_FIELD_B: Mapping[str, float] = {
     "parameters": 0.5,
     "examples": 0.75,
     "search_text": 0.75,
+    "learned": 0.0,  # capped and repeated by weight already: a long learned text is not a vague one
 }
 """Length normalisation ``b`` of each field."""
 
@@ -81,21 +85,25 @@ def field_params(
     )
 
 
-def tool_fields(tool: Tool) -> tuple[str, str, str, str, str]:
-    """The texts of ``tool`` in :data:`FIELDS` order."""
-    return (tool.name, tool.description, schema_text(tool.parameters), "\n".join(tool.examples), tool.search_text)
+def tool_fields(tool: Tool, learned: str = "") -> tuple[str, str, str, str, str, str]:
+    """The texts of ``tool`` in :data:`FIELDS` order (``learned``: its learned text, if any)."""
+    examples = "\n".join(tool.examples)
+    return (tool.name, tool.description, schema_text(tool.parameters), examples, tool.search_text, learned)
 
 
-def field_columns(tools: Sequence[Tool]) -> list[list[Any]]:
+def field_columns(tools: Sequence[Tool], learned: Mapping[str, str] | None = None) -> list[list[Any]]:
     """What the core index is given for ``tools``: one list per field in :data:`FIELDS` order,
     the texts of :func:`tool_fields` except that ``parameters`` is the schema itself, whose text
-    the core extracts as :func:`schema_text` does (without a string per tool)."""
+    the core extracts as :func:`schema_text` does (without a string per tool). ``learned`` maps a
+    tool's name to its learned text."""
+    learned = learned or {}
     return [
         [t.name for t in tools],
         [t.description for t in tools],
         [t.parameters for t in tools],
         ["\n".join(t.examples) for t in tools],
         [t.search_text for t in tools],
+        [learned.get(t.name, "") for t in tools],
     ]
 
 

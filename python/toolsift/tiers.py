@@ -27,6 +27,7 @@ from .assemble import AnthropicTool, OpenAITool, default_token_count, to_anthrop
 from .callers import Caller, perms_of
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
 from .index import Index
+from .learning import Learned
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
 from .query import Query
 from .registry import Catalog, Tool
@@ -115,6 +116,14 @@ class Toolbox:
             :func:`usage_key` of ``caller``, so toolboxes of different callers never pool their
             usage; give several toolboxes the same ``user`` to pool theirs on purpose. After
             construction :attr:`user` holds the key in use.
+        learned: Learn from use (see :mod:`toolsift.learning`): each ``tool_search`` query, or
+            each conversation given to :meth:`select`, and the real tools called successfully
+            after it (until the next one) are an event of ``scope``; :meth:`reset` rebuilds the
+            index with the scope's learned texts when they changed, a cache-safe boundary. A
+            toolbox built with a store that already holds texts for its scope starts with them.
+        scope: Whose words the toolbox learns from and ranks with. ``None`` (the default): its
+            :attr:`user`, so one caller's requests never change another's ranking; give
+            toolboxes one scope (``"shared"``, a tenant's id) to pool theirs on purpose.
     """
 
     catalog: Catalog | Index
@@ -124,6 +133,8 @@ class Toolbox:
     hooks: Hooks = field(default_factory=Hooks)
     usage: Usage | None = None
     user: str | None = None
+    learned: Learned | None = None
+    scope: str | None = None
 
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
@@ -140,6 +151,15 @@ class Toolbox:
         self._core_tools: tuple[Tool, ...] = ()  # the plan's core tools sorted by name, with it
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
+        if self.scope is not None and not isinstance(self.scope, str):
+            raise InvalidParameterError(f"scope must be a string or None, not {type(self.scope).__name__}")
+        self.scope = self.user if self.scope is None else self.scope
+        # the request being answered and the tools called since (an event once the next comes)
+        self._request: str | Query | None = None
+        self._called: list[str] = []
+        self._learned_at = -1
+        if self.learned is not None:
+            self._relearn()
 
     # -- the plan ---------------------------------------------------------------------------
     def _allowed_positions(self) -> list[int]:
@@ -161,9 +181,31 @@ class Toolbox:
         return self._plan
 
     def reset(self) -> None:
-        """Forgets the plan (and the session's usage) so the next use rebuilds it."""
+        """Forgets the plan (and the session's usage) so the next use rebuilds it; with a
+        ``learned`` store, the pending request is learned from and the index rebuilt with the
+        scope's learned texts if they changed."""
         self._plan = None
         self.used.clear()
+        if self.learned is not None:
+            self._learn(None)
+            if self.learned.changes(self.scope or "") != self._learned_at:
+                self._relearn()
+
+    def _relearn(self) -> None:
+        assert self.learned is not None and self.scope is not None
+        self._learned_at = self.learned.changes(self.scope)
+        texts = self.learned.texts(self.scope, self.index)
+        if texts != self.index.learned:
+            self.index = self.index.with_learned(texts)
+
+    def _learn(self, request: str | Query | None) -> None:
+        """Learns from the pending request and the calls after it, then waits on ``request``."""
+        if self.learned is None:
+            return
+        if self._request is not None and self._called:
+            assert self.scope is not None
+            self.learned.observe(self.index, self._request, self._called, scope=self.scope, caller=self._perms)
+        self._request, self._called = request, []
 
     def _build_plan(self) -> Plan:
         positions = self._allowed_positions()
@@ -276,6 +318,8 @@ class Toolbox:
 
     def _record(self, name: str) -> None:
         self.used[name] = self.used.get(name, 0) + 1
+        if self._request is not None:
+            self._called.append(name)
         if self.usage is not None:
             self.usage.record(self._user, name)
 
@@ -299,6 +343,8 @@ class Toolbox:
             found = self._in_group(group, query, limit)
         else:
             found = [h.tool for h in self.index.search(query, k=limit, caller=self._perms)]
+            if query.strip():
+                self._learn(query)
         return found
 
     def _in_group(self, group: str, query: str, limit: int) -> list[Tool]:
@@ -327,6 +373,7 @@ class Toolbox:
         (``groups``: the hierarchical variant, the best groups for the conversation first, then
         tools inside them)."""
         query = Query.from_messages(messages)
+        self._learn(query)
         sel = self.index.select(query, caller=self._perms, budget_tokens=budget_tokens, group=group, groups=groups)
         positions = set(sel.positions)
         for name in self.used:

@@ -73,8 +73,14 @@ def _pow(base: float, exponent: float) -> float:
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:
+    return open_sqlite(path, _SCHEMA)
+
+
+def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
+    """A connection to the SQLite database at ``path`` for decayed counts (``pow`` defined, WAL
+    mode for a file, autocommit), with the table of ``schema`` created if missing."""
     if sqlite3.sqlite_version_info < (3, 24, 0):
-        raise ToolsiftError(f"UsageStore needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
+        raise ToolsiftError(f"toolsift needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
     db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
     # SQLite has pow() only when built with its math functions: the same one everywhere, called
     # from inside the statement (so still atomic)
@@ -82,7 +88,7 @@ def _connect(path: str | Path) -> sqlite3.Connection:
     if str(path) != ":memory:":
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # WAL's own recommendation: a crash loses no commit
-    db.execute(_SCHEMA)
+    db.execute(schema)
     return db
 
 
@@ -151,9 +157,15 @@ class UsageStore:
         self._db.close()
 
 
+def positive_number(what: str, value: Any) -> float:
+    """``value`` as a float if it is a number > 0 (:class:`InvalidParameterError` otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InvalidParameterError(f"{what} must be a number > 0, not {value!r}")
+    return float(value)
+
+
 def _checked(half_life_s: Any, warmup: Any) -> float:
-    if isinstance(half_life_s, bool) or not isinstance(half_life_s, int | float) or not half_life_s > 0:
-        raise InvalidParameterError(f"half_life_s must be a number > 0, not {half_life_s!r}")
+    positive_number("half_life_s", half_life_s)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise InvalidParameterError(f"warmup must be an int >= 0, not {warmup!r}")
     return float(half_life_s)

@@ -2,6 +2,7 @@
 
 from .datasets import Dataset, LabelledQuery, load_bfcl, load_files, load_gateway_log
 from .metrics import METRICS, score_query
+from .replay import Replay, replay
 from .runner import Result, evaluate, markdown, to_json
 from .systems import BASELINES, System, toolsift_system
 
@@ -10,6 +11,7 @@ __all__ = [
     "METRICS",
     "Dataset",
     "LabelledQuery",
+    "Replay",
     "Result",
     "System",
     "evaluate",
@@ -17,6 +19,7 @@ __all__ = [
     "load_files",
     "load_gateway_log",
     "markdown",
+    "replay",
     "score_query",
     "to_json",
     "toolsift_system",

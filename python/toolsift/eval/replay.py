@@ -1,0 +1,89 @@
+"""Replay evaluation of learning from use (``toolsift eval --replay FRACTION``).
+
+A dataset's requests are split: the first ``fraction`` (in the dataset's order, or shuffled with
+a seed) is played as the log, each request followed by calls of the tools it needs; the rest is
+scored twice, with the index as built and with the index rebuilt with what was learned, side by
+side. One scope holds the whole log, as a deployment with one tenant would.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ..errors import InvalidParameterError
+from ..index import Index
+from ..learning import Learned
+from .datasets import Dataset, LabelledQuery
+from .systems import System
+
+SCOPE = "replay"
+
+
+@dataclass
+class Replay:
+    """What a replay built: the held-out requests, both systems, and what was learned."""
+
+    scored: Dataset
+    """The requests scored (the part not played as the log)."""
+    systems: list[System]
+    """toolsift as built, and toolsift with the learned field."""
+    played: int
+    """Requests played as the log."""
+    learned_tools: int
+    """Tools that learned words."""
+
+
+def split(dataset: Dataset, fraction: float, seed: int | None = None) -> tuple[list[LabelledQuery], Dataset]:
+    """The log part and the scored part of ``dataset`` (a seed shuffles the requests first)."""
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
+        raise InvalidParameterError(f"the replay fraction must be a number in (0, 1), not {fraction!r}")
+    queries = list(dataset.queries)
+    if seed is not None:
+        random.Random(seed).shuffle(queries)
+    cut = round(len(queries) * fraction)
+    scored = replace(dataset, name=f"{dataset.name} (held out)", queries=queries[cut:])
+    return queries[:cut], scored
+
+
+def called_tools(dataset: Dataset, query: LabelledQuery) -> list[str]:
+    """The tools a logged request led to calls of: those it needs, as catalog names (among the
+    tools the dataset offered it, where it says, for labels several tools share)."""
+    wanted = set(query.relevant)
+    known = set(dataset.catalog.names)
+    offered = [n for n in query.available if dataset.label(n) in wanted and n in known]
+    if offered:
+        return offered
+    return [n for n in dataset.catalog.names if dataset.label(n) in wanted]
+
+
+def replay(
+    dataset: Dataset,
+    fraction: float,
+    *,
+    seed: int | None = None,
+    learned: Learned | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Replay:
+    """Plays the first ``fraction`` of ``dataset`` as the log and builds both systems."""
+    log, scored = split(dataset, fraction, seed)
+    index = Index(dataset.catalog)
+    clock = [0.0]
+    store = learned or Learned(clock=lambda: clock[0])
+    for i, q in enumerate(log):
+        clock[0] = float(i)  # one event a second: the log is far younger than a half-life
+        store.observe(index, q.text, called_tools(dataset, q), scope=SCOPE)
+        if progress:
+            progress(i + 1, len(log))
+    texts = store.texts(SCOPE, index)
+    taught = index.with_learned(texts)
+    systems = [_system("toolsift", index), _system("toolsift+learned", taught)]
+    return Replay(scored, systems, len(log), len(texts))
+
+
+def _system(name: str, index: Index) -> System:
+    def rank(q: LabelledQuery, k: int) -> list[str]:
+        return [h.tool.name for h in index.search(q.text, k=k)]
+
+    return System(name, rank, index)

@@ -1,0 +1,230 @@
+"""Learning from use: the words of requests that led to calls of a tool, as that tool's learned field.
+
+A user who asks "put a message on the queue" and then calls ``sqs__SendMessage`` has told the
+index a way to say what that tool does. :class:`Learned` turns such events into search text:
+
+* **Attribution.** A request that led to one call teaches that tool its words. A request that led
+  to several is cut into clauses (:func:`toolsift.intents.clauses`), and each clause goes to the
+  called tool holding the most evidence for it (:meth:`toolsift.Index.evidence`: the rare query
+  words a tool already contains); a clause none of them matches goes to the one called tool that
+  got no clause, when there is exactly one. "Check the DNS record, then renew the certificate"
+  teaches the DNS tool the first clause and the certificate tool the second, never both the
+  whole text (:func:`attribute`).
+* **Only what was missed.** A tool learns from its part of a request only when the index did not
+  already rank it among the first three for that part (:data:`KNOWN`): error-driven, as a
+  perceptron updates only on a mistake. Reinforcing what already works only pulled other
+  requests towards popular tools.
+* **Weight.** Each word of an attributed clause adds 1 to that (tool, word), ageing with a
+  half-life; a tool keeps its ``cap`` heaviest words, each written into its learned text up to
+  ``max_repeats`` times by weight. The ``learned`` field weighs below the authored ones
+  (:data:`toolsift.text.DEFAULT_FIELD_WEIGHTS`), so what a catalog's authors wrote still leads.
+* **Scope.** Every event belongs to a scope (a tenant, a user, ``"shared"``): :meth:`Learned.texts`
+  of one scope holds only the words of its own events, so one tenant's requests never change
+  another's ranking unless the deployment gives them one scope.
+* **Updates.** Events are cheap (a few SQL upserts); the index is rebuilt with the new texts in a
+  batch (:meth:`toolsift.Index.with_learned`) and swapped in whole: a :class:`~toolsift.Toolbox`
+  does it when its plan is reset, a cache-safe boundary, as with pins.
+* **Restarts.** The weights live in SQLite (``path``: a file, or ``":memory:"``), beside or in
+  the same file as a :class:`~toolsift.UsageStore`; an index saved with learned texts keeps them.
+
+``toolsift eval --replay FRACTION`` measures it: the first part of a dataset's requests is played
+as the log, the rest is scored with and without what was learned.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import _core
+from .errors import InvalidParameterError
+from .intents import clauses
+from .query import Query, check_text
+from .usage import open_sqlite, positive_number
+
+if TYPE_CHECKING:
+    from .index import Caller, Index
+
+#: Half-life of a learned word's weight, in seconds (90 days): habits change slower than pins.
+HALF_LIFE_S = 90 * 24 * 3600.0
+#: Words a tool keeps in its learned text, the heaviest first.
+CAP = 24
+#: Most times one word is written into a tool's learned text (its weight, rounded, up to this).
+MAX_REPEATS = 3
+#: A tool learns from a request only if it was not among this many first results for the part of
+#: the request attributed to it: the index learns what it did not know, and stops learning a
+#: phrasing once it ranks the tool near the top for it (so a popular tool does not soak up
+#: words). ``python benches/learning.py --known N`` compares values: 1, 2, 3 and 5 gain alike on
+#: shuffled BFCL replays (+0.027 to +0.030 nDCG@10 over five splits); 3 loses least on the split
+#: whose scored half asks for tools the log never called.
+KNOWN = 3
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS learned (
+    scope TEXT NOT NULL, tool TEXT NOT NULL, word TEXT NOT NULL, score REAL NOT NULL,
+    updated REAL NOT NULL, PRIMARY KEY (scope, tool, word))"""
+
+# one statement per word: aged to now and 1 added atomically, as for usage counts
+_LEARN = """INSERT INTO learned (scope, tool, word, score, updated) VALUES (?1, ?2, ?3, 1.0, ?4)
+    ON CONFLICT (scope, tool, word) DO UPDATE SET
+        score = score * pow(0.5, max(excluded.updated - updated, 0.0) / ?5) + 1.0,
+        updated = max(updated, excluded.updated)"""
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> list[str]:
+    """The distinct words of ``text`` worth learning, lower-cased, in order: those the index's
+    tokenizer keeps as one term (stop words and one-letter words are dropped), not digits only."""
+    out: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if not word.isdigit() and len(_core.tokenize(word)) == 1:
+            out.setdefault(word)
+    return list(out)
+
+
+def attribute(index: Index, request: str | Query, called: Sequence[str], caller: Caller = None) -> dict[str, str]:
+    """Which part of ``request`` each of the ``called`` tools was called for: ``{tool: text}``.
+
+    One tool: the whole request (its current message). Several: each clause to the called tool
+    with the most evidence for it (ties: each tied tool), a clause none of them matches to the
+    one tool left without a clause (if exactly one is). Tools the caller may not use, or that the
+    index does not hold, are left out; a tool that got nothing is not in the result.
+    """
+    tools = list(dict.fromkeys(n for n in called if isinstance(n, str) and index.allows(n, caller=caller)))
+    pieces = clauses(request)
+    if not tools or not pieces:
+        return {}
+    if len(tools) == 1:
+        return {tools[0]: request if isinstance(request, str) else "\n".join(pieces)}
+    got: dict[str, list[str]] = {}
+    unmatched: list[str] = []
+    for piece in pieces:
+        evidence = index.evidence(piece, tools, caller=caller)
+        best = max(evidence)
+        if best <= 0:
+            unmatched.append(piece)
+            continue
+        for tool, e in zip(tools, evidence, strict=True):
+            if e == best:
+                got.setdefault(tool, []).append(piece)
+    left = [t for t in tools if t not in got]
+    if unmatched and len(left) == 1:
+        got[left[0]] = unmatched
+    return {t: "\n".join(got[t]) for t in tools if t in got}
+
+
+class Learned:
+    """Learned words per (scope, tool), from requests and the calls they led to.
+
+    Args:
+        path: SQLite database file (may be a :class:`~toolsift.UsageStore`'s), or ``":memory:"``.
+        half_life_s: Seconds after which an event's words weigh half as much.
+        cap: Words kept per tool, the heaviest first.
+        max_repeats: Most times a word is written into a tool's learned text.
+        known: A tool learns from its part of a request only when it was not among the first
+            ``known`` results for it (0: always).
+        clock: Time source (seconds); tests and replays pass their own.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        half_life_s: float = HALF_LIFE_S,
+        cap: int = CAP,
+        max_repeats: int = MAX_REPEATS,
+        known: int = KNOWN,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.half_life_s = positive_number("half_life_s", half_life_s)
+        for what, value, least in (("cap", cap, 1), ("max_repeats", max_repeats, 1), ("known", known, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InvalidParameterError(f"{what} must be an int >= {least}, not {value!r}")
+        self.cap, self.max_repeats, self.known, self.clock = cap, max_repeats, known, clock
+        self._db = open_sqlite(path, _SCHEMA)
+        self._lock = threading.Lock()
+        self._changes: dict[str, int] = {}
+
+    def observe(
+        self, index: Index, request: str | Query, called: Sequence[str], *, scope: str, caller: Caller = None
+    ) -> dict[str, list[str]]:
+        """Learns from one request that led to successful calls of ``called`` (by ``caller``,
+        whose permissions and statistics attribute it, in ``index``: the one that answered the
+        request): returns the words each tool learned."""
+        scope = check_text("scope", scope)
+        taught = {
+            tool: words(text)
+            for tool, text in attribute(index, request, called, caller).items()
+            if not self.known or tool not in {h.tool.name for h in index.search(text, k=self.known, caller=caller)}
+        }
+        self.add(scope, taught)
+        return {t: w for t, w in taught.items() if w}
+
+    def add(self, scope: str, taught: Mapping[str, Iterable[str]]) -> None:
+        """Adds one event's weight to each ``{tool: words}`` of ``scope`` (words as given)."""
+        now = float(self.clock())
+        rows = [
+            (scope, check_text("tool", tool), check_text("word", w), now, self.half_life_s)
+            for tool, ws in taught.items()
+            for w in ws
+        ]
+        if not rows:
+            return
+        with self._lock:
+            self._db.execute("BEGIN")  # one event, one transaction: all of its words or none
+            try:
+                self._db.executemany(_LEARN, rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            self._changes[scope] = self._changes.get(scope, 0) + 1
+
+    def changes(self, scope: str) -> int:
+        """Events this object added to ``scope`` (a rebuild is due when it moved)."""
+        return self._changes.get(scope, 0)
+
+    def weights(self, scope: str) -> dict[str, dict[str, float]]:
+        """``{tool: {word: weight now}}`` of ``scope``, each tool's ``cap`` heaviest words."""
+        now = float(self.clock())
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word",
+                (check_text("scope", scope),),
+            ).fetchall()
+        found: dict[str, list[tuple[float, str]]] = {}
+        for tool, word, score, updated in rows:
+            weight = score * 0.5 ** (max(now - updated, 0.0) / self.half_life_s)
+            found.setdefault(tool, []).append((weight, word))
+        return {
+            tool: {w: weight for weight, w in sorted(pairs, key=lambda p: (-p[0], p[1]))[: self.cap]}
+            for tool, pairs in found.items()
+        }
+
+    def texts(self, scope: str, index: Index | None = None) -> dict[str, str]:
+        """Each tool's learned text in ``scope``: its words, heaviest first, each written its
+        weight's number of times (rounded, 1 to ``max_repeats``); words under half an event's
+        weight are forgotten. With ``index``, only tools it holds (for
+        :meth:`toolsift.Index.with_learned`)."""
+        out: dict[str, str] = {}
+        for tool, ws in self.weights(scope).items():
+            if index is not None and tool not in index:
+                continue
+            text = " ".join(" ".join([w] * min(self.max_repeats, round(weight))) for w, weight in ws.items())
+            if text.strip():
+                out[tool] = " ".join(text.split())
+        return out
+
+    def forget(self, scope: str) -> None:
+        """Drops every learned word of ``scope``."""
+        with self._lock:
+            self._db.execute("DELETE FROM learned WHERE scope = ?", (check_text("scope", scope),))
+            self._changes[scope] = self._changes.get(scope, 0) + 1
+
+    def close(self) -> None:
+        """Closes the database."""
+        self._db.close()

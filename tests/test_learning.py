@@ -1,0 +1,214 @@
+"""Learning from use: attribution, only-what-was-missed, scopes, ageing, persistence, replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import toolsift as ts
+from toolsift.errors import InvalidParameterError
+from toolsift.eval import Dataset, LabelledQuery, replay
+from toolsift.learning import Learned, attribute, words
+
+TOOLS = [
+    ts.Tool("dns_lookup", "Look up the DNS records of a domain"),
+    ts.Tool("tls_check", "Check the TLS certificate of a host and when it expires"),
+    ts.Tool("sqs_send", "Send data to an SQS endpoint"),
+    ts.Tool("sns_publish", "Publish a message to a topic"),
+    ts.Tool("billing", "Read the invoices of an account", permissions=["finance"]),
+]
+
+
+def names(index: ts.Index, query: str, caller: object = None) -> list[str]:
+    return [h.tool.name for h in index.search(query, k=5, caller=caller)]  # type: ignore[arg-type]
+
+
+def test_a_request_for_several_tools_teaches_each_only_its_own_clause() -> None:
+    index = ts.Index(TOOLS)
+    request = "look up the DNS records of example.com, then check the certificate of the host"
+    got = attribute(index, request, ["dns_lookup", "tls_check"])
+    assert got == {
+        "dns_lookup": "look up the DNS records of example.com",
+        "tls_check": "then check the certificate of the host",
+    }
+    # one tool called: the whole request is its
+    assert attribute(index, request, ["dns_lookup"]) == {"dns_lookup": request}
+    # a tool the caller may not use, or that the index does not hold, learns nothing
+    assert attribute(index, "read my invoices", ["billing", "nope"]) == {}
+    assert attribute(index, "read my invoices", ["billing"], caller=["finance"]) == {"billing": "read my invoices"}
+
+
+def test_a_clause_no_called_tool_matches_goes_to_the_one_left_without_a_clause() -> None:
+    index = ts.Index(TOOLS)
+    got = attribute(index, "check the TLS certificate; then enqueue the result", ["tls_check", "sqs_send"])
+    assert got == {"tls_check": "check the TLS certificate;", "sqs_send": "then enqueue the result"}
+
+
+def test_words_keep_what_the_tokenizer_indexes() -> None:
+    assert words("Put THE message on the queue, queue 2024 a") == ["put", "message", "on", "queue"]
+
+
+def test_a_tool_learns_only_what_the_index_did_not_already_rank_near_the_top() -> None:
+    index = ts.Index(TOOLS)
+    assert names(index, "send a message to a topic") == ["sns_publish", "sqs_send"]
+    assert Learned().observe(index, "send a message to a topic", ["sqs_send"], scope="s") == {}  # second of 3
+    assert Learned(known=1).observe(index, "send a message to a topic", ["sqs_send"], scope="s")
+    learned = Learned(known=1)
+    assert names(index, "put a message on the queue")[0] == "sns_publish"
+    assert learned.observe(index, "publish a message", ["sns_publish"], scope="s") == {}  # already first
+    taught = learned.observe(index, "put a message on the queue", ["sqs_send"], scope="s")
+    assert taught == {"sqs_send": ["put", "message", "on", "queue"]}
+    assert learned.texts("s") == {"sqs_send": "message on put queue"}
+    after = index.with_learned(learned.texts("s"))
+    assert names(index, "enqueue it on the queue") == []
+    assert names(after, "enqueue it on the queue") == ["sqs_send"]
+    assert index.learned == {} and after.learned == {"sqs_send": "message on put queue"}  # the original stays
+
+
+def test_learning_stops_once_the_tool_ranks_first_for_the_phrasing() -> None:
+    index, learned = ts.Index(TOOLS), Learned(known=1)
+    rounds = 0
+    while names(index, "put a message on the queue")[0] != "sqs_send":
+        assert learned.observe(index, "put a message on the queue", ["sqs_send"], scope="s")
+        index = index.with_learned(learned.texts("s"))
+        rounds += 1
+        assert rounds < 10
+    assert learned.observe(index, "put a message on the queue", ["sqs_send"], scope="s") == {}
+
+
+def test_learned_words_weigh_below_authored_ones() -> None:
+    index = ts.Index(TOOLS).with_learned({"sqs_send": "publish topic"})
+    assert names(index, "publish to a topic")[:2] == ["sns_publish", "sqs_send"]
+
+
+def test_a_forbidden_tool_stays_invisible_whatever_it_learned() -> None:
+    index = ts.Index(TOOLS).with_learned({"billing": "queue message invoices"})
+    assert "billing" not in names(index, "queue message invoices")
+    assert names(index, "queue message invoices", ["finance"])[0] == "billing"
+    assert list(index.select("invoices").names) == []
+
+
+def test_an_empty_learned_field_changes_nothing() -> None:
+    plain, given = ts.Index(TOOLS), ts.Index(TOOLS, learned={"dns_lookup": ""})
+    assert plain._core.to_bytes() == given._core.to_bytes()
+    assert given.learned == {}
+
+
+def test_bad_learned_texts_are_refused_naming_the_tool() -> None:
+    with pytest.raises(InvalidParameterError, match="'ghost'"):
+        ts.Index(TOOLS, learned={"ghost": "words"})
+    with pytest.raises(InvalidParameterError, match="dns_lookup"):
+        ts.Index(TOOLS).with_learned({"dns_lookup": 3})  # type: ignore[dict-item]
+    with pytest.raises(InvalidParameterError):
+        Learned(cap=0)
+
+
+def test_scopes_keep_one_callers_words_from_anothers_ranking() -> None:
+    learned = Learned(known=1)
+    handlers = {t.name: (lambda args: "ok") for t in TOOLS}
+
+    def box(caller: list[str] | None = None, scope: str | None = None) -> ts.Toolbox:
+        return ts.Toolbox(
+            ts.Catalog(TOOLS), ts.ToolTierOptions(), caller=caller, handlers=handlers, learned=learned, scope=scope
+        )
+
+    alice = box(["a"])
+    alice.search_tools({"query": "put a message on the queue"})
+    alice.call("call_tool", {"name": "sqs_send", "arguments": {}})
+    alice.reset()  # the cache-safe boundary: learned from, index rebuilt
+    assert alice.index.learned == {"sqs_send": "message on put queue"}
+    assert [t.name for t in alice.search_tools({"query": "enqueue on the queue"})] == ["sqs_send"]
+    bob = box(["b"])
+    assert bob.index.learned == {} and bob.search_tools({"query": "enqueue on the queue"}) == []
+    assert box(["a"]).index.learned == alice.index.learned  # a new toolbox of alice's starts with them
+    # a shared scope pools on purpose
+    one, two = box(["a"], "shared"), box(["b"], "shared")
+    one.search_tools({"query": "put a message on the queue"})
+    one.call("sqs_send", {})
+    one.reset()
+    assert box(["b"], "shared").index.learned == {"sqs_send": "message on put queue"}
+    assert two.index.learned == {}  # until its own reset
+    two.reset()
+    assert two.index.learned == {"sqs_send": "message on put queue"}
+
+
+def test_a_failed_call_teaches_nothing() -> None:
+    def broken(args: object) -> object:
+        raise RuntimeError("down")
+
+    learned = Learned(known=1)
+    box = ts.Toolbox(ts.Catalog(TOOLS), ts.ToolTierOptions(), handlers={"sqs_send": broken}, learned=learned)
+    box.search_tools({"query": "put a message on the queue"})
+    with pytest.raises(RuntimeError):
+        box.call("sqs_send", {})
+    box.reset()
+    assert learned.texts(box.scope or "") == {}
+
+
+def test_words_age_and_each_tool_keeps_its_heaviest() -> None:
+    now = [0.0]
+    learned = Learned(half_life_s=10.0, cap=2, clock=lambda: now[0])
+    learned.add("s", {"t": ["old"]})
+    now[0] = 15.0  # old weighs 0.35 now: forgotten
+    learned.add("s", {"t": ["kept", "second", "third"]})
+    learned.add("s", {"t": ["kept", "second"]})
+    learned.add("s", {"t": ["kept"]})
+    assert learned.weights("s") == {"t": {"kept": 3.0, "second": 2.0}}
+    assert learned.texts("s") == {"t": "kept kept kept second second"}
+    now[0] = 15.0 + 10 * 10.0
+    assert learned.texts("s") == {}
+
+
+def test_learned_words_survive_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "usage.db"
+    first = Learned(db)
+    first.add("s", {"sqs_send": ["queue"]})
+    first.close()
+    again = Learned(db)
+    assert again.texts("s") == {"sqs_send": "queue"}
+    again.forget("s")
+    assert again.texts("s") == {}
+    # a saved index keeps its learned texts
+    path = tmp_path / "index.tsx"
+    ts.Index(TOOLS).with_learned({"sqs_send": "queue"}).save(path)
+    loaded = ts.Index.load(path)
+    assert loaded.learned == {"sqs_send": "queue"} and names(loaded, "queue") == ["sqs_send"]
+    assert ts.Index.load(path, statistics="caller").search("queue")[0].tool.name == "sqs_send"
+
+
+def test_replay_scores_the_held_out_requests_with_and_without_what_was_learned() -> None:
+    queries = [
+        LabelledQuery(str(i), text, (tool,))
+        for i, (text, tool) in enumerate(
+            [
+                ("put a message on the queue", "sqs_send"),
+                ("when does the cert run out", "tls_check"),
+                ("queue it", "sqs_send"),
+                ("does my cert run out soon", "tls_check"),
+            ]
+        )
+    ]
+    dataset = Dataset("tiny", ts.Catalog(TOOLS), queries)
+    result = replay(dataset, 0.5, learned=Learned(known=1, clock=lambda: 0.0))
+    assert result.played == 2 and [q.id for q in result.scored.queries] == ["2", "3"]
+    plain, taught = result.systems
+    assert [plain.rank(q, 1) for q in result.scored.queries] == [[], []]
+    assert [taught.rank(q, 1) for q in result.scored.queries] == [["sqs_send"], ["tls_check"]]
+    with pytest.raises(InvalidParameterError):
+        replay(dataset, 1.0)
+
+
+def test_the_eval_command_prints_the_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from toolsift.cli import main
+
+    tools, queries = tmp_path / "tools.json", tmp_path / "queries.jsonl"
+    tools.write_text(json.dumps([json.loads(t.to_json()) for t in TOOLS]))
+    rows = [("put a message on the queue", "sqs_send"), ("queue it", "sqs_send")]
+    lines = [json.dumps({"id": str(i), "query": q, "relevant": [r]}) for i, (q, r) in enumerate(rows)]
+    queries.write_text("\n".join(lines) + "\n")
+    assert main(["eval", "--tools", str(tools), "--queries", str(queries), "--replay", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "| toolsift+learned | 1.000 |" in out and "| toolsift | 0.000 |" in out
+    assert "the first 1 requests (in the dataset's order) played as the log" in out
