@@ -184,6 +184,12 @@ class Learned:
             self._db.execute("COMMIT")
             self._changes[scope] = self._changes.get(scope, 0) + 1
 
+    def scopes(self) -> list[str]:
+        """Every scope that holds learned words, sorted."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT scope FROM learned ORDER BY scope").fetchall()
+        return [str(r[0]) for r in rows]
+
     def changes(self, scope: str) -> int:
         """Events this object added to ``scope`` (a rebuild is due when it moved)."""
         return self._changes.get(scope, 0)

@@ -126,6 +126,9 @@ class GatewayConfig:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     usage: str | None = None
+    learn: bool = False
+    learn_scope: str = "caller"
+    learn_rebuild_s: float = 60.0
     telemetry: bool = True
     telemetry_text: bool = False
     cluster: ClusterConfig | None = None
@@ -138,7 +141,12 @@ class GatewayConfig:
 
         if not self.servers:
             raise fail("at least one upstream server is needed", "servers")
-        choices = {"transport": ("http", "stdio"), "scan": ("off", "report", "withhold"), "statistics": STATISTICS}
+        choices = {
+            "transport": ("http", "stdio"),
+            "scan": ("off", "report", "withhold"),
+            "statistics": STATISTICS,
+            "learn_scope": ("caller", "shared"),
+        }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 names = ", ".join(repr(a) for a in allowed)
@@ -155,7 +163,7 @@ class GatewayConfig:
         for key in positive:
             if getattr(self, key) <= 0:
                 raise fail("must be a positive integer", f"gateway.{key}")
-        for key in ("call_timeout", "session_idle_timeout"):
+        for key in ("call_timeout", "session_idle_timeout", "learn_rebuild_s"):
             if not 0 < getattr(self, key) < float("inf"):
                 raise fail("must be a positive number of seconds", f"gateway.{key}")
         if not 0 <= self.debounce < float("inf"):
@@ -328,6 +336,9 @@ _GATEWAY_KEYS: dict[str, type | tuple[type, ...]] = {
     "allowed_hosts": tuple,
     "allowed_origins": tuple,
     "usage": str,
+    "learn": bool,
+    "learn_scope": str,
+    "learn_rebuild_s": (int, float),
     "telemetry": bool,
     "telemetry_text": bool,
 }

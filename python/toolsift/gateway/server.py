@@ -42,6 +42,7 @@ from ..errors import (
     UpstreamError,
 )
 from ..index import Index
+from ..learning import Learned
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
 from ..registry import Catalog, Tool
 from ..tiers import Toolbox, ToolTierOptions, usage_key
@@ -190,6 +191,12 @@ class Gateway:
         )
         self._listed: dict[str, list[types.Tool]] = {}  # the latest listing of each server
         self._table_version = 0  # the version the tool table last made
+        # learning from use: the store (beside the usage counts), and per session the search
+        # being answered, who asked, when, and the tools called since (an event once the next comes)
+        self.learned = Learned(config.usage or ":memory:") if config.learn else None
+        self._pending: dict[str, tuple[str, CallerConfig, float, list[str]]] = {}
+        self._learned_at: dict[str, int] = {}  # scope -> changes its learned index was built at
+        self._learned_on: Index | None = None  # the index those learned indexes were built on
 
     # -- callers -------------------------------------------------------------------------------
     def _authenticate(self, token: str | None) -> CallerConfig | None:
@@ -316,6 +323,7 @@ class Gateway:
             return Index(catalog, scan=config.scan, statistics=config.statistics, min_evidence=config.min_evidence)
 
         index = await anyio.to_thread.run_sync(build)
+        learned = await anyio.to_thread.run_sync(self._learned_indexes, index, {})
         new = [f for f in index.findings if (f.tool, f.kind, f.detail) not in self._reported]
         self._reported.update((f.tool, f.kind, f.detail) for f in new)
         withheld = self.config.scan == "withhold"
@@ -328,7 +336,7 @@ class Gateway:
             number = await self.replication.publish(index, table, held) or number
         self.telemetry.reindexed(number, len(live), len(held), "listed", time.perf_counter() - started)
         self._table_version = number
-        self.version = version = Version(number, live, index, held=held, table=table)
+        self.version = version = Version(number, live, index, held=held, table=table, learned=learned)
         await self._notify()
         if self._task_group is not None:  # serving (run); a bare apply() builds listings on demand
             self._task_group.start_soon(self._prepare, version)
@@ -387,7 +395,7 @@ class Gateway:
         """Rebuilds every listing (tier plans) of the version in service on next use, with the
         usage counts of now: pins move only here and when a new version goes into service."""
         v = self.version
-        self.version = version = Version(v.number, v.entries, v.index, held=v.held, table=v.table)
+        self.version = version = Version(v.number, v.entries, v.index, held=v.held, table=v.table, learned=v.learned)
         if self._task_group is not None and threading.get_ident() == self._loop_thread:  # else: on first use
             self._task_group.start_soon(self._prepare, version)
 
@@ -435,10 +443,10 @@ class Gateway:
         usage = self.usage.usage_count(usage_key(perms))  # shared by the replicas of a cluster
         tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens, usage_count=usage)
         handlers = {name: self._runner(entry) for name, entry in v.entries.items()}
-        box = Toolbox(v.index, tiers=tiers, caller=list(perms), handlers=handlers)
+        box = Toolbox(v.index_for(self._scope(perms)), tiers=tiers, caller=list(perms), handlers=handlers)
         definitions = box.tools("mcp")
         tools = [types.Tool.model_validate(d) for d in definitions]
-        v.index.search("", k=0, caller=perms)  # builds the caller's own index now (statistics="caller")
+        box.index.search("", k=0, caller=perms)  # builds the caller's own index now (statistics="caller")
         return Listing(
             box, tools, {d["name"]: d["inputSchema"] for d in definitions if d["name"] not in (SEARCH, CALL)}
         )
@@ -498,13 +506,20 @@ class Gateway:
         box = (await self.listing(caller, version)).toolbox
         if name == REVIEW and caller.admin and self.config.strict_schema_changes:
             return await self._review(arguments)
+        session = _session_key(ctx, caller)
         if name == SEARCH:
             with self.telemetry.operation("tool_search") as record:
                 record["caller"], record["version"] = caller.name, version.number
                 record.text("query", arguments.get("query", ""))
-                return await self._search(version, caller, box, arguments, started, record)
+                result = await self._search(version, caller, box, arguments, started, record)
+            if self.learned is not None and not result.is_error:
+                await self._learn(session, caller, arguments.get("query"))
+            return result
         with self.telemetry.operation("call_tool") as record:
-            return await self._run(version, caller, box, name, arguments, started, record)
+            result = await self._run(version, caller, box, name, arguments, started, record)
+        if self.learned is not None and not result.is_error and session in self._pending:
+            self._pending[session][3].append(str(arguments.get("name") if name == CALL else name))
+        return result
 
     async def _search(
         self,
@@ -596,6 +611,75 @@ class Gateway:
             content=[types.TextContent(type="text", text=json.dumps({"accepted": done, "held": pending}))]
         )
 
+    # -- learning from use (see toolsift.learning) ---------------------------------------------
+    def _scope(self, perms: Permissions) -> str:
+        """The learning scope of a permission set: its usage key, or one shared scope."""
+        return "shared" if self.config.learn_scope == "shared" else usage_key(perms)
+
+    async def _learn(self, session: str, caller: CallerConfig, query: object) -> None:
+        """Learns from the session's previous search and the calls after it, then waits on this one."""
+        done = self._pending.pop(session, None)
+        if isinstance(query, str) and query.strip() and not query.startswith(("select:", "group:")):
+            self._pending[session] = (query, caller, time.monotonic(), [])
+        if done is not None and done[3]:
+            await anyio.to_thread.run_sync(self._observe, done)
+
+    def _observe(self, event: tuple[str, CallerConfig, float, list[str]]) -> None:
+        assert self.learned is not None
+        query, caller, _, called = event
+        perms = _key(caller)
+        scope = self._scope(perms)
+        taught = self.learned.observe(self.version.index_for(scope), query, called, scope=scope, caller=list(perms))
+        if taught:
+            self.log.write("learned", caller=caller.name, tools=sorted(taught))
+
+    def _learned_indexes(self, index: Index, built: Mapping[str, Index]) -> dict[str, Index]:
+        """``index`` rebuilt with each scope's learned texts (a scope whose texts did not change
+        since the indexes of ``built`` were made on ``index`` keeps its own)."""
+        if self.learned is None:
+            return {}
+        if index is not self._learned_on:
+            built, self._learned_on = {}, index
+        out: dict[str, Index] = {}
+        for scope in self.learned.scopes():
+            changes, old = self.learned.changes(scope), built.get(scope)
+            if old is not None and self._learned_at.get(scope) == changes:
+                out[scope] = old
+                continue
+            texts = self.learned.texts(scope, index)
+            if texts:
+                out[scope] = index.with_learned(texts)
+            self._learned_at[scope] = changes
+        return out
+
+    async def _learning(self) -> None:
+        """Every ``learn_rebuild_s``: learns from the searches idle that long, then puts indexes
+        with the scopes' new learned texts into service (the tools arrays stay as they are)."""
+        assert self.learned is not None
+        every = self.config.learn_rebuild_s
+        while True:
+            await anyio.sleep(every)
+            now = time.monotonic()
+            for session, event in list(self._pending.items()):
+                if now - event[2] >= every and self._pending.get(session) is event:
+                    del self._pending[session]
+                    if event[3]:
+                        await anyio.to_thread.run_sync(self._observe, event)
+            async with self._lock:  # not while a new version is being made
+                v = self.version
+                same = all(self.learned.changes(s) == self._learned_at.get(s) for s in self.learned.scopes())
+                if same and v.index is self._learned_on:
+                    continue
+                learned = await anyio.to_thread.run_sync(self._learned_indexes, v.index, v.learned)
+                if self.version is not v:
+                    continue  # a version from the cluster came meanwhile; the next round teaches it
+                self.version = version = Version(
+                    v.number, v.entries, v.index, held=v.held, table=v.table, learned=learned
+                )
+            self.log.write("relearned", version=v.number, scopes=sorted(learned))
+            if self._task_group is not None:
+                self._task_group.start_soon(self._prepare, version)
+
     # -- running -------------------------------------------------------------------------------
     async def run(self, *, startup_timeout: float = 30.0) -> None:
         """Starts the upstreams and serves downstream clients until cancelled."""
@@ -606,6 +690,8 @@ class Gateway:
                     tg.start_soon(upstream.run)
                 if self.replication is not None:
                     tg.start_soon(self.replication.run)
+                if self.learned is not None:
+                    tg.start_soon(self._learning)
                 with anyio.move_on_after(startup_timeout):
                     for upstream in self.upstreams.values():
                         await upstream.ready.wait()
@@ -763,6 +849,14 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     if len(text) <= limit:
         return text, 0
     return text[:limit] + f" …[cut by the gateway: {len(text) - limit:,} more characters]", len(text)
+
+
+def _session_key(ctx: Any, caller: CallerConfig) -> str:
+    """Whose searches and calls make one learning event: the MCP session, else the caller."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return f"{caller.name}\0{session or ''}"
 
 
 def _key(caller: CallerConfig) -> Permissions:

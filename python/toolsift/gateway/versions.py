@@ -64,6 +64,13 @@ class Version:
     """Schema changes held back when this version was made: ``{name: (old digest, new digest)}``."""
     table: tuple[tuple[str, str, str, str, bool, int], ...] = ()
     """The whole tool table it was made from (see :data:`toolsift.gateway.cluster.Row`)."""
+    learned: Mapping[str, Index] = field(default_factory=dict)
+    """``index`` rebuilt with each learning scope's learned texts (``[gateway] learn``); a scope
+    without texts ranks with ``index``."""
+
+    def index_for(self, scope: str) -> Index:
+        """The index a caller of learning scope ``scope`` ranks with."""
+        return self.learned.get(scope, self.index)
 
 
 def digest(tool: types.Tool) -> str:

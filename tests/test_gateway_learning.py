@@ -1,0 +1,71 @@
+"""The gateway learns from use: a search, the call after it, and the next search of the same words
+finds the tool; scoped per caller unless configured shared; kept across a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+
+from gateway_support import ALICE, BOB, call, config_text, eventually, running, search, session
+
+ASK = "will it pour down in Oslo"
+
+
+async def teach(client: object) -> None:
+    assert "weather__get_forecast" not in await search(client, ASK)  # type: ignore[arg-type]
+    result = await call(client, "weather__get_forecast", {"city": "Oslo"})  # type: ignore[arg-type]
+    assert not result.is_error
+
+
+def test_a_search_and_the_call_after_it_teach_that_callers_ranking_only(weather_url: str, tmp_path: Path) -> None:
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ALICE) as alice, session(gateway, BOB) as bob:
+                await teach(alice)
+
+                async def learned() -> bool:
+                    return (await search(alice, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(learned)
+                assert "weather__get_forecast" not in await search(bob, ASK)  # bob's scope learned nothing
+                listed = [t.name for t in (await alice.list_tools()).tools]
+                assert listed == ["files__read_file", "tool_search", "call_tool"]  # the tools array stays
+
+        anyio.run(scenario)
+    log = (tmp_path / "gateway.jsonl").read_text()
+    assert '"event": "learned"' in log and "weather__get_forecast" in log
+
+
+def test_a_shared_scope_pools_callers_and_survives_a_restart(weather_url: str, tmp_path: Path) -> None:
+    usage = str(tmp_path / "usage.db")
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2, learn_scope="shared", usage=usage)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ALICE) as alice, session(gateway, BOB) as bob:
+                await teach(alice)
+
+                async def learned() -> bool:
+                    return (await search(bob, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(learned)
+
+        anyio.run(scenario)
+    with running(text, tmp_path) as gateway:
+
+        async def after_restart() -> None:  # no call made since: only the stored words can do it
+            async with session(gateway, BOB) as bob:
+
+                async def kept() -> bool:
+                    return (await search(bob, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(kept)
+
+        anyio.run(after_restart)
