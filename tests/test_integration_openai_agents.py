@@ -285,3 +285,33 @@ def test_the_readme_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     exec(compile(before, "README.md", "exec"), namespace)
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["agent"].loaded == ["order_status"]
+
+
+def test_hosted_search_defers_every_non_core_tool_and_calls_still_recheck_permissions() -> None:
+    from agents import ToolSearchTool
+    from agents.models.openai_responses import Converter
+
+    from toolsift.integrations.openai_agents import hosted_search_tools
+
+    ran: list[str] = []
+    box = toolbox(ran)
+    tools = hosted_search_tools(box)
+    assert [t.name for t in tools] == ["search_help", "order_status", "refund_policy", "tool_search"]
+    assert isinstance(tools[-1], ToolSearchTool)
+    assert [getattr(t, "defer_loading", None) for t in tools[:3]] == [False, True, True]
+    converted = Converter.convert_tools(tools, [])  # what the SDK sends to the Responses API
+    sent = {p.get("name", p["type"]): p for p in converted.tools}
+    assert sent["tool_search"]["type"] == "tool_search"
+    assert sent["order_status"].get("defer_loading") is True and "defer_loading" not in sent["search_help"]
+    assert "issue_refund" not in sent  # billing.refund is not the caller's: never sent, not even deferred
+    model = ScriptedModel(
+        [
+            # found by the hosted search: the Responses API calls a deferred tool in its own namespace
+            [function_call("order_status", {"order": "A1"}, call_id="o", namespace="order_status")],
+            [assistant_message("It has shipped.")],
+        ]
+    )
+    agent = Agent(name="support", model=model, tools=tools)
+    result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
+    assert result.final_output == "It has shipped." and ran == ["order_status"]
+    assert box.used == {"order_status": 1}

@@ -165,7 +165,8 @@ class Toolbox:
     def _allowed_positions(self) -> list[int]:
         return [i for i in range(len(self.index)) if self.index.allows(self.index.name(i), caller=self._perms)]
 
-    def _allowed(self) -> list[Tool]:
+    def allowed_tools(self) -> list[Tool]:
+        """Every tool the caller may use, in registry order."""
         return [self.index.tool(i) for i in self._allowed_positions()]
 
     def plan(self) -> dict[str, Tier]:
@@ -249,7 +250,7 @@ class Toolbox:
         """Anthropic ``tools`` for its hosted tool search: every tool the caller may use, the core
         ones loaded, all others with ``defer_loading: true`` (add Anthropic's search tool to it)."""
         plan = self.plan()
-        tools = self._allowed()
+        tools = self.allowed_tools()
         return to_anthropic(tools, defer=[t.name for t in tools if plan[t.name] is not Tier.CORE])
 
     def search_references(self, query: str, *, k: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
@@ -352,7 +353,7 @@ class Toolbox:
         query, the group's first tools in registry order: the hierarchical step, a group first."""
         groups = self._frozen().groups
         if not query.strip():
-            return [t for t in self._allowed() if groups.get(t.name) == group][:limit]
+            return [t for t in self.allowed_tools() if groups.get(t.name) == group][:limit]
         if self.tiers is not None and self.tiers.group is None:  # the index groups tools alike
             return [h.tool for h in self.index.search(query, k=limit, caller=self._perms, group=group)]
         hits = self.index.search(query, k=len(self.index), caller=self._perms)

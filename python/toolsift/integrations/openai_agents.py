@@ -10,6 +10,10 @@
   then ``tool_search`` and ``call_tool``) followed by the tools ``tool_search`` has loaded in this
   session, in the order they were first found. One list per turn, no ``is_enabled`` callback per
   tool; tools the caller may not use are never converted.
+- :func:`hosted_search_tools` is OpenAI's hosted tool search: the core tools loaded, every other
+  tool the caller may use as a deferred ``FunctionTool`` (``defer_loading=True``), and the SDK's
+  ``ToolSearchTool``; the Responses API searches the deferred definitions server-side, and a
+  call of one still runs through :meth:`Toolbox.acall`.
 - :func:`select_tools` is selection mode: the tools for a conversation (OpenAI Responses /
   Agents SDK input items, such as ``result.to_input_list()``), for ``agent.clone(tools=...)``.
 
@@ -26,17 +30,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, default_tool_error_function
+from agents import Agent, FunctionTool, RunContextWrapper, ToolSearchTool, default_tool_error_function
 from agents.tool import Tool as AgentTool
 from agents.tool import ToolErrorFunction
 from agents.tool_context import ToolContext
 
 from ..errors import InvalidParameterError
-from ..plan import SEARCH
+from ..plan import SEARCH, Tier
 from ..registry import Tool
 from ..tiers import Toolbox
 
-__all__ = ["ToolsiftAgent", "function_tool", "function_tools", "select_tools"]
+__all__ = ["ToolsiftAgent", "function_tool", "function_tools", "hosted_search_tools", "select_tools"]
 
 _UNSET: Any = object()
 
@@ -47,6 +51,7 @@ def function_tool(
     *,
     failure_error_function: ToolErrorFunction | None = _UNSET,
     on_result: Callable[[str, Any], None] | None = None,
+    defer_loading: bool = False,
 ) -> FunctionTool:
     """A ``FunctionTool`` that runs ``tool`` through ``toolbox.acall``.
 
@@ -58,6 +63,8 @@ def function_tool(
             handler that raised) into the text the model sees, as for the SDK's
             ``@function_tool``; default ``agents.default_tool_error_function``; ``None`` raises.
         on_result: Called with the tool's name and result after each successful call.
+        defer_loading: Hide the definition from the model until OpenAI's hosted tool search
+            loads it (see :func:`hosted_search_tools`).
 
     Raises:
         UnknownToolError: ``tool`` is a name the caller may not use, or no tool's name.
@@ -79,7 +86,8 @@ def function_tool(
             on_result(name, result)
         return result
 
-    return FunctionTool(name, description, copy.deepcopy(parameters), invoke, strict_json_schema=False)
+    schema = copy.deepcopy(parameters)
+    return FunctionTool(name, description, schema, invoke, strict_json_schema=False, defer_loading=defer_loading)
 
 
 def function_tools(
@@ -89,6 +97,21 @@ def function_tools(
     (``toolbox.tools()``: core tools, then ``tool_search`` and ``call_tool`` with tiers; every tool
     the caller may use without)."""
     return [function_tool(toolbox, t) for t in (toolbox.tools() if tools is None else tools)]
+
+
+def hosted_search_tools(toolbox: Toolbox, *, description: str | None = None) -> list[AgentTool]:
+    """OpenAI's hosted tool search over the caller's tools: the toolbox plan's core tools (sorted
+    by name), every other tool the caller may use deferred (``defer_loading=True``, in registry
+    order), then ``ToolSearchTool`` (``description``: what the model is told it searches). The
+    model finds deferred tools through the Responses API's own search; toolsift still decides
+    what the caller may see, and re-checks the permission on every call."""
+    plan = toolbox.plan()
+    core = sorted(name for name, tier in plan.items() if tier is Tier.CORE)
+    deferred = [t for t in toolbox.allowed_tools() if plan[t.name] is not Tier.CORE]
+    tools: list[AgentTool] = [function_tool(toolbox, name) for name in core]
+    tools += [function_tool(toolbox, t, defer_loading=True) for t in deferred]
+    tools.append(ToolSearchTool(description=description))
+    return tools
 
 
 def select_tools(
