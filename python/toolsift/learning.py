@@ -220,9 +220,9 @@ class Learned:
         for tool, ws in self.weights(scope).items():
             if index is not None and tool not in index:
                 continue
-            text = " ".join(" ".join([w] * min(self.max_repeats, round(weight))) for w, weight in ws.items())
-            if text.strip():
-                out[tool] = " ".join(text.split())
+            kept = [w for w, weight in ws.items() for _ in range(min(self.max_repeats, round(weight)))]
+            if kept:
+                out[tool] = " ".join(kept)
         return out
 
     def forget(self, scope: str) -> None:
