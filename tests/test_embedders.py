@@ -1,4 +1,4 @@
-"""The offline embedders: MiniLM through onnxruntime against the numpy reference, int8."""
+"""The offline embedders: MiniLM through onnxruntime against the numpy reference, int8, static."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 import toolsift as ts
 from toolsift.dense import default_embedder, model_folder
 from toolsift.errors import InvalidParameterError, MissingExtraError
+from toolsift.static import StaticEmbedder
 
 TEXTS = [
     "How do I reset my password?",
@@ -97,3 +98,57 @@ def test_missing_weights_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(InvalidParameterError, match="quality"):
         default_embedder("fastest")
+
+
+def _toy_tokenizer(words: list[str]):  # type: ignore[no-untyped-def]
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    tokenizer = tokenizers.Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    return tokenizer
+
+
+def test_static_embedder_averages_token_vectors_into_unit_rows() -> None:
+    words = ["[UNK]", "refund", "order", "weather"]
+    table = np.array([[1, 1, 1], [1, 0, 0], [0, 1, 0], [0, 0, 4]], dtype=np.float16)
+    model = StaticEmbedder(table, _toy_tokenizer(words))
+    v = model.embed(["refund order", "weather weather", "zzz", "", "   "])
+    assert v.dtype == np.float32 and v.shape == (5, 3) and model.dim == 3
+    assert np.allclose(v[0], [2**-0.5, 2**-0.5, 0]) and np.allclose(v[1], [0, 0, 1])
+    assert np.allclose(v[2], np.ones(3) / 3**0.5)  # an unknown word is the [UNK] token
+    assert np.allclose(v[3], v[4]) and np.allclose(np.linalg.norm(v, axis=1), 1.0)  # no token: the table's mean
+    assert np.array_equal(model.embed(["refund order"]), v[:1]) and model.embed([]).shape == (0, 3)
+
+
+def test_static_embedder_reads_a_model2vec_folder(tmp_path: Path) -> None:
+    numpy_safetensors = pytest.importorskip("safetensors.numpy")
+    words = ["[UNK]", "refund", "order"]
+    table = np.random.default_rng(3).normal(size=(3, 8)).astype(np.float32)
+    numpy_safetensors.save_file({"embeddings": table}, str(tmp_path / "model.safetensors"))
+    _toy_tokenizer(words).save(str(tmp_path / "tokenizer.json"))
+    model = StaticEmbedder.from_folder(tmp_path)
+    assert np.allclose(model.embed(["order"])[0], table[2] / np.linalg.norm(table[2]), atol=1e-6)
+
+
+def test_a_static_embedder_drives_a_hybrid_index() -> None:
+    words = ["[UNK]", "refund", "money", "weather", "forecast"]
+    table = np.array([[1, 1, 1], [1, 0, 0], [1, 0.1, 0], [0, 0, 1], [0, 0.1, 1]], dtype=np.float32)
+    tools = [ts.Tool("get_forecast", "weather forecast"), ts.Tool("pay_back", "refund"), ts.Tool("blank", "")]
+    idx = ts.Index(tools, embedder=StaticEmbedder(table, _toy_tokenizer(words)))
+    assert idx.search("money", k=1)[0].tool.name == "pay_back"  # no shared word: the dense side found it
+
+
+def test_wordllama_missing_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MissingExtraError, match="pip install wordllama"):
+        StaticEmbedder.from_wordllama()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wordllama") is None, reason="wordllama is not installed")
+def test_wordllama_table_gives_unit_rows_of_256_dimensions() -> None:
+    model = StaticEmbedder.from_wordllama()
+    v = model.embed(TEXTS)
+    assert v.shape == (len(TEXTS), 256) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(v, model.embed(TEXTS)) and v[0] @ v[1] > v[0] @ v[2]
