@@ -19,6 +19,9 @@ from .errors import MissingExtraError
 
 Array = Any  # float32 numpy arrays
 
+CHUNK = 256
+"""Texts pooled per numpy call."""
+
 
 class StaticEmbedder:
     """Mean-pooled token vectors, L2-normalised. A text with no token (empty, or spaces only) gets
@@ -47,21 +50,16 @@ class StaticEmbedder:
     def embed(self, texts: list[str]) -> Array:
         """One unit row per text, float32."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        ids = [np.asarray(e.ids, dtype=np.int64) for e in encoded]
-        lengths = np.array([len(i) for i in ids])
-        flat = np.concatenate(ids) if lengths.sum() else np.zeros(0, np.int64)
-        flat = flat[(flat >= 0) & (flat < len(self.vectors))] if len(flat) else flat
-        if len(flat) != lengths.sum():  # an id outside the table: drop it, text by text
+        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=False) if texts else []
+        for start in range(0, len(texts), CHUNK):  # a gather of a few MB at a time, not the whole set's
+            ids = [np.asarray(e.ids, dtype=np.int64) for e in encoded[start : start + CHUNK]]
             ids = [i[(i >= 0) & (i < len(self.vectors))] for i in ids]
             lengths = np.array([len(i) for i in ids])
-            flat = np.concatenate(ids)
-        rows = np.flatnonzero(lengths)
-        if len(rows):
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
-            out[rows] = np.add.reduceat(self.vectors[flat], starts, axis=0) / lengths[rows, None]
+            rows = np.flatnonzero(lengths)
+            if len(rows):
+                starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
+                sums = np.add.reduceat(self.vectors[np.concatenate(ids)], starts, axis=0)
+                out[start + rows] = sums / lengths[rows, None]
         norms = np.linalg.norm(out, axis=1)
         empty = norms <= 1e-12
         out[empty], norms[empty] = self.blank, 1.0
