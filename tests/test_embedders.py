@@ -60,10 +60,12 @@ def test_onnx_minilm_is_deterministic_and_independent_of_its_batch(quality: ts.E
 
 @needs_minilm
 @needs_onnx
-def test_int8_minilm_stays_close_to_the_float_model(reference: np.ndarray) -> None:
-    v = default_embedder("int8").embed(TEXTS)
+def test_int8_minilm_stays_close_to_the_float_model_and_ignores_its_batch(reference: np.ndarray) -> None:
+    model = default_embedder("int8")
+    v = model.embed(TEXTS)
     assert v.shape == reference.shape and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert ((v * reference).sum(axis=1) > 0.9).all()
+    assert np.array_equal(v[:2], model.embed(TEXTS[:2]))  # a text's vector does not depend on the others
 
 
 @needs_minilm
