@@ -15,6 +15,7 @@ from .plan import Tier
 from .query import MAX_WEIGHT, Query
 from .registry import Catalog, Tool
 from .results import Dropped, Hit, Selection
+from .static import StaticEmbedder
 from .tiers import Hooks, Toolbox, ToolEvent, ToolTierOptions
 from .usage import RedisUsageStore, Usage, UsageStore
 
@@ -35,6 +36,7 @@ __all__ = [
     "RedisUsageStore",
     "Selection",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
     "Tier",
     "Tool",
     "ToolEvent",
