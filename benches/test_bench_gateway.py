@@ -22,6 +22,7 @@ def test_gateway_load_smoke_runs_two_replicas_on_one_port() -> None:
         pytest.skip("redis-server is not installed")
     from gateway_load import run_replicas
 
-    results = run_replicas((2,), sessions=3, rounds=2, single=3, protocols=("handshake", "stateless"))
+    # enough searches that the replicas' CPU time spans several clock ticks (10 ms each)
+    results = run_replicas((2,), sessions=3, rounds=12, single=3, protocols=("handshake", "stateless"))
     assert set(results) == {("2 replicas", "light", p) for p in ("handshake", "stateless")}
     assert all(r["searches_per_s"] > 0 and r["server_cpu_us"] > 0 for r in results.values())

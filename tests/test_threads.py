@@ -61,8 +61,13 @@ def test_another_thread_runs_while_the_core_works(big: ts.Index) -> None:
         t = threading.Thread(target=count)
         t.start()
         start = counter[0]
-        for q in QUERIES * 3:
-            big.search(q, k=10, caller=CALLER)
+        # on a loaded machine the counter thread may not be scheduled within a few queries:
+        # keep querying (each call releases the GIL) until it has run, for at most 200 rounds
+        for _ in range(200):
+            for q in QUERIES:
+                big.search(q, k=10, caller=CALLER)
+            if counter[0] > start:
+                break
         progressed = counter[0] - start
     finally:
         stop.set()
