@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -59,6 +60,17 @@ def test_the_runner_scores_a_labelled_pair_of_files(labelled: tuple[Path, Path])
     assert data.categories() == ["a", "b", "all"]
     assert result.overall["R@10"] == 1.0 and result.by_category["a"]["R@1"] == 1.0
     assert result.selection["recall"] == 1.0 and result.latency_us["p50"] > 0
+
+
+def test_a_catalog_whose_tools_need_permissions_is_scored_over_every_tool(
+    labelled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Quality is measured as a caller allowed every tool would see it; before, a catalog with
+    permissions (the AWS one, most real ones) scored 0 on everything, silently."""
+    guarded = tmp_path / "guarded.jsonl"
+    ts.Catalog(dataclasses.replace(t, permissions=("team:a",)) for t in ts.Catalog.from_file(labelled[0])).save(guarded)
+    data = load_files(guarded, labelled[1])
+    assert evaluate(toolsift_system(data), data).overall["R@10"] == 1.0
 
 
 def test_the_runner_keeps_a_recall_curve_and_the_misses_of_the_shortlist(labelled: tuple[Path, Path]) -> None:

@@ -24,6 +24,10 @@ log = logging.getLogger("toolsift.catalogs")
 
 
 _TAG = re.compile(r"<[^>]+>")
+# admonitions (<important>, <note>) are about the service, not what the operation does
+_ASIDE = re.compile(r"<(important|note)>.*?</\1>", re.S | re.I)
+CONVERSION = 2
+"""Bumped when :func:`aws_catalog` converts differently: the cached catalog's name carries it."""
 _SPACE = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
@@ -37,8 +41,11 @@ def cache_dir() -> Path:
 
 
 def plain(doc: str, max_chars: int) -> str:
-    """Documentation HTML as plain text: whole sentences up to ``max_chars``."""
-    text = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", doc))).strip()
+    """Documentation HTML as plain text: whole sentences up to ``max_chars``, leaving out the
+    ``<important>`` and ``<note>`` asides unless they are all there is."""
+    text = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _ASIDE.sub(" ", doc)))).strip()
+    if not text:
+        text = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", doc))).strip()
     if len(text) <= max_chars:
         return text
     cut = [m.start() for m in _SENTENCE_END.finditer(text) if m.start() <= max_chars]
@@ -90,9 +97,33 @@ class _Converter:
         return {"description": doc, **out} if doc else out
 
 
+MAX_EXAMPLES = 5
+"""Example titles kept per operation."""
+
+
+def _examples(loader: Any, service: str) -> dict[str, tuple[str, ...]]:
+    """The titles of the worked examples botocore ships for a service's operations ("To upload
+    an object"), where it has them (about 60 % of services): requests the operation serves."""
+    from botocore.exceptions import DataNotFoundError
+
+    try:
+        examples = loader.load_service_model(service, "examples-1").get("examples", {})
+    except DataNotFoundError:
+        return {}
+    titles: dict[str, tuple[str, ...]] = {}
+    for op_name, items in examples.items():
+        found = (plain(str(e.get("title", "")), 200) for e in items if isinstance(e, dict))
+        titles[op_name] = tuple(dict.fromkeys(t for t in found if t))[:MAX_EXAMPLES]
+    return titles
+
+
 def _service_tools(loader: Any, service: str) -> list[Tool]:
     model = loader.load_service_model(service, "service-2")
     convert = _Converter(model.get("shapes", {}))
+    meta = model.get("metadata", {})
+    # what people call the service ("Amazon Simple Queue Service", "SQS"): searched, never sent
+    called = " ".join(dict.fromkeys(str(meta[k]) for k in ("serviceFullName", "serviceId") if meta.get(k)))
+    examples = _examples(loader, service)
     tools = []
     for op_name, op in sorted(model.get("operations", {}).items()):
         params = (
@@ -104,6 +135,8 @@ def _service_tools(loader: Any, service: str) -> list[Tool]:
                 description=plain(op.get("documentation", ""), 400),
                 parameters=params,
                 permissions=(f"aws:{service}",),
+                search_text=called,
+                examples=examples.get(op_name, ()),
             )
         )
     return tools
@@ -116,7 +149,7 @@ def aws_catalog(progress: Progress | None = None, *, use_cache: bool = True) -> 
         import botocore.session
     except ImportError:
         raise MissingExtraError("the AWS catalog needs botocore: pip install 'toolsift[demo]'") from None
-    cached = cache_dir() / f"aws-botocore-{botocore.__version__}.jsonl"
+    cached = cache_dir() / f"aws-botocore-{botocore.__version__}-v{CONVERSION}.jsonl"
     if use_cache and cached.exists():
         return Catalog.from_file(cached)
     loader = botocore.session.get_session().get_component("data_loader")

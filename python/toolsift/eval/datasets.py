@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -83,10 +84,17 @@ class Dataset:
         return list(dict.fromkeys(q.category for q in self.queries))
 
 
+def unrestricted(tools: Iterable[Tool]) -> Catalog:
+    """The tools without their permissions: retrieval quality is measured over the whole
+    catalog, as a caller allowed every tool would see it."""
+    return Catalog(dataclasses.replace(t, permissions=()) for t in tools)
+
+
 def load_files(tools: str | Path, queries: str | Path, *, catalog: Catalog | None = None) -> Dataset:
     """A dataset from a catalog file and a queries JSONL file (``catalog``: the tools, already
-    read from ``tools``, for example from a saved index)."""
-    catalog = Catalog.from_file(tools) if catalog is None else catalog
+    read from ``tools``, for example from a saved index). Permissions are dropped (see
+    :func:`unrestricted`)."""
+    catalog = unrestricted(Catalog.from_file(tools) if catalog is None else catalog)
     out = []
     for n, row in json_lines(Path(queries).read_text(encoding="utf-8"), queries):
         try:
@@ -108,12 +116,9 @@ def load_gateway_log(log: str | Path, *, catalog: Catalog | None = None) -> Data
     (before its next search), and keeps the tools that search returned as
     :attr:`LabelledQuery.offered`; searches followed by no successful call are left out.
     """
-    import dataclasses
-
     path = Path(log)
     tools = Catalog.from_file(Path(f"{path}.tools.jsonl")) if catalog is None else catalog
-    # retrieval quality is measured over the whole catalog, so the callers' permissions are dropped
-    catalog = Catalog(dataclasses.replace(t, permissions=()) for t in tools)
+    catalog = unrestricted(tools)  # the callers' permissions are dropped
     last: dict[str, int] = {}
     rows: list[tuple[str, list[str], tuple[str, ...]]] = []
     for n, event in json_lines(path.read_text(encoding="utf-8"), path):
