@@ -230,3 +230,37 @@ def test_an_embedder_that_returns_too_few_rows_is_refused_naming_the_tools() -> 
 
     with pytest.raises(InvalidParameterError, match="place_order"):
         ts.Index(TOOLS, embedder=Short())
+
+
+def test_a_conversation_embeds_each_message_once_and_ranks_as_a_cold_index_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolsift.hybrid
+
+    class Counting(ConceptEmbedder):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.texts += texts
+            return super().embed(texts)
+
+    embedder = Counting()
+    warm = ts.Index(TOOLS, embedder=embedder)  # type: ignore[arg-type]
+    embedder.texts.clear()
+    turns = ["buy a gift for my mother", "and email her the receipt", "will it rain on the day"]
+    messages: list[dict[str, str]] = []
+    for turn in turns:
+        messages.append({"role": "user", "content": turn})
+        query = ts.Query.from_messages(messages)
+        cold = ts.Index(TOOLS, embedder=ConceptEmbedder())  # type: ignore[arg-type]
+        assert warm.search(query, k=5) == cold.search(query, k=5)
+        messages.append({"role": "assistant", "content": "Done."})
+    assert sorted(embedder.texts) == sorted(set(embedder.texts))  # no text embedded twice
+    assert set(turns) <= set(embedder.texts)
+    monkeypatch.setattr(toolsift.hybrid, "QUERY_CACHE", 1)  # bounded: the older text is embedded again
+    small = ts.Index(TOOLS, embedder=embedder)  # type: ignore[arg-type]
+    embedder.texts.clear()
+    for text in ("buy a gift", "email the receipt", "buy a gift"):
+        small.search(text, k=1)
+    assert embedder.texts == ["buy a gift", "email the receipt", "buy a gift"]

@@ -6,6 +6,8 @@ core; :attr:`Hybrid.lexical_only` says so and the index takes that path.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,11 +25,20 @@ from .registry import Tool
 from .results import Hit
 from .text import dense_text
 
+QUERY_CACHE = 4096
+"""Query texts whose vectors a hybrid index keeps (least recently used dropped first; 384
+dimensions: about 6 MB)."""
+
 
 class Hybrid:
     """The dense index of the tools (with an embedder), the fusion weight ``alpha``, the rerank
     hook and the ``depth`` of candidates taken from each side. Without ``vectors`` the tools are
-    embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`)."""
+    embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`).
+
+    The vectors of the last :data:`QUERY_CACHE` query texts are kept: a conversation's query
+    holds every earlier user message (:meth:`~toolsift.query.Query.from_messages`), so without
+    them each turn would embed the whole history again. Each text is embedded on its own, so
+    its vector is the same whether it was cached or not, and whatever else the query holds."""
 
     def __init__(
         self,
@@ -49,6 +60,28 @@ class Hybrid:
             if vectors is None:
                 vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
             self.dense = DenseIndex(vectors, **(dense_options or {}))
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """The unit vector of one query text, embedded alone, from the cache when there."""
+        with self._lock:
+            found = self._queries.get(text)
+            if found is not None:
+                self._queries.move_to_end(text)
+                return found
+        if self.embedder is None:
+            raise InvalidParameterError("this index has no embedder")
+        rows = unit_rows(self.embedder.embed([text]), "embedder output")
+        if rows.shape[0] != 1:
+            raise InvalidParameterError(f"embedder output: {rows.shape[0]} rows for one query text")
+        vector: np.ndarray = rows[0]
+        vector.flags.writeable = False  # shared by every later query of the same text
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
 
     @property
     def lexical_only(self) -> bool:
@@ -64,7 +97,7 @@ class Hybrid:
         ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
         if self.dense is not None and self.embedder is not None and query.parts:
             texts, weights = zip(*query.parts, strict=True)
-            vectors = unit_rows(self.embedder.embed(list(texts)), "embedder output")
+            vectors = np.stack([self.query_vector(t) for t in texts])
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
                 allowed = lexical.core.allowed_mask(lexical.scoped(perms, scope))
