@@ -24,35 +24,24 @@ import statistics
 import time
 
 import toolsift as ts
-from toolsift.eval.datasets import BFCL_IRRELEVANCE, BFCL_SINGLE_TURN, Dataset, load_bfcl
+from toolsift.eval.datasets import BFCL_IRRELEVANCE, BFCL_SINGLE_TURN, Dataset, LabelledQuery, load_bfcl
+from toolsift.eval.gate import gate
 from toolsift.eval.metrics import score_query
 
 
-def own_permission(tool: ts.Tool) -> ts.Tool:
-    return ts.Tool(tool.name, tool.description, tool.parameters, permissions=f"use:{tool.name}")
-
-
-def row(data: Dataset, pooled: ts.Index, offered: ts.Index) -> dict[str, float]:
-    relevant = [q for q in data.queries if q.relevant]
+def row(data: Dataset, irrelevant: list[LabelledQuery], floor: float | None) -> dict[str, float]:
+    pooled = ts.Index(data.catalog, min_evidence=floor)
     scores = []
-    for q in relevant:
+    for q in data.queries:
         ranked = [data.label(h.tool.name) for h in pooled.search(q.text, k=10)]
         scores.append(score_query(ranked, set(q.relevant)))
-    answered, refused = [], {c: [] for c in BFCL_IRRELEVANCE}
-    for q in data.queries:
-        caller = [f"use:{name}" for name in q.available]
-        got = {data.label(h.tool.name) for h in offered.search(q.text, k=10, caller=caller)}
-        if q.relevant:
-            answered.append(bool(got & set(q.relevant)))
-        else:
-            refused[q.category].append(not got)
-    every = [r for rs in refused.values() for r in rs]
+    offered = gate(data, irrelevant, min_evidence=floor)  # what `toolsift eval --irrelevance` prints
     return {
         "pooled R@10": statistics.fmean(s["R@10"] for s in scores),
         "pooled nDCG@10": statistics.fmean(s["nDCG@10"] for s in scores),
-        "offered: relevant answered": statistics.fmean(answered),
-        **{f"offered: {c} refused": statistics.fmean(rs) for c, rs in refused.items()},
-        "offered: irrelevant refused": statistics.fmean(every),
+        "offered: relevant answered": offered.answered,
+        **{f"offered: {c} refused": v for c, v in offered.refused_by_category.items()},
+        "offered: irrelevant refused": offered.refused,
     }
 
 
@@ -61,17 +50,13 @@ def main() -> None:
     parser.add_argument("--floors", type=float, nargs="*", default=[0.2, 0.3, 0.5, 0.7, 1.0])
     args = parser.parse_args()
     data = load_bfcl((*BFCL_SINGLE_TURN, *BFCL_IRRELEVANCE))
-    guarded = [own_permission(t) for t in data.catalog]
-    print(
-        f"{len(data.catalog)} tools; {sum(bool(q.relevant) for q in data.queries)} relevant and "
-        f"{sum(not q.relevant for q in data.queries)} irrelevant requests"
-    )
+    irrelevant = [q for q in data.queries if not q.relevant]
+    data.queries = [q for q in data.queries if q.relevant]
+    print(f"{len(data.catalog)} tools; {len(data.queries)} relevant and {len(irrelevant)} irrelevant requests")
     rows = []
     for floor in [None, *args.floors]:
         start = time.perf_counter()
-        pooled = ts.Index(data.catalog, min_evidence=floor)
-        offered = ts.Index(guarded, min_evidence=floor)
-        rows.append({"min_evidence": "off" if floor is None else f"{floor:g}"} | row(data, pooled, offered))
+        rows.append({"min_evidence": "off" if floor is None else f"{floor:g}"} | row(data, irrelevant, floor))
         print(f"  min_evidence={floor}: {time.perf_counter() - start:.1f} s")
     head = list(rows[0])
     print("| " + " | ".join(head) + " |")

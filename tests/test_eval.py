@@ -122,3 +122,33 @@ def test_unicode_line_separators_in_queries_do_not_break_a_labelled_file_or_a_ga
     data = load_gateway_log(log)
     assert [(q.text, q.relevant) for q in data.queries] == [(query, ("get_weather",)), ("mail\u2028", ("send_email",))]
     assert [q.offered for q in data.queries] == [("get_weather",), ()]  # what each search returned
+
+
+def test_the_relevance_gate_is_scored_on_requests_no_tool_fits(
+    labelled: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolsift.cli import main
+    from toolsift.eval.gate import gate
+
+    queries = tmp_path / "with_irrelevant.jsonl"
+    rows = [json.loads(line) for line in labelled[1].read_text().splitlines()]
+    rows += [
+        # shares only "city" with the one tool offered: one word, evidence 1, under a floor of 1.5
+        {"id": "4", "query": "which city hosted the 1992 olympics", "relevant": [], "available": ["get_weather"]},
+        {"id": "5", "query": "zzz qqq", "relevant": [], "category": "noise"},  # no word of any tool
+    ]
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load_files(labelled[0], queries)
+    irrelevant = [q for q in data.queries if not q.relevant]
+    data.queries = [q for q in data.queries if q.relevant]
+    off, on = gate(data, irrelevant), gate(data, irrelevant, min_evidence=1.5)
+    assert off.refused == 0.5 and off.refused_by_category == {"all": 0.0, "noise": 1.0}
+    # what it costs: "email my boss" and the weather request hold one word's evidence too
+    assert on.refused == 1.0 and off.answered == 1.0 and on.answered == pytest.approx(1 / 3)
+    assert main(["eval", "--tools", str(labelled[0]), "--queries", str(queries), "--systems", "toolsift",
+                 "--min-evidence", "1.5"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "| toolsift, min_evidence 1.5 |" in out and "Complete@10" in out
+    assert "| off | 0.500 |" in out and "| 1.5 | 1.000 |" in out
+    # irrelevant requests are not scored as rankings that found nothing
+    assert "4 queries" not in out and "3 queries" in out

@@ -193,13 +193,20 @@ def evaluate(args: argparse.Namespace) -> int:
     from . import eval as ev
 
     if args.dataset == "bfcl":
-        dataset = ev.load_bfcl()
+        dataset = ev.load_bfcl(
+            (*ev.BFCL_SINGLE_TURN, *ev.BFCL_IRRELEVANCE) if args.irrelevance else ev.BFCL_SINGLE_TURN
+        )
+    elif args.irrelevance:
+        raise ToolsiftError("--irrelevance adds BFCL's irrelevance categories: use it with --dataset bfcl")
     elif args.tools and args.queries:
         dataset = ev.load_files(args.tools, args.queries, catalog=_catalog(args.tools))
     elif args.gateway_log:
         dataset = ev.load_gateway_log(args.gateway_log)
     else:
         raise ToolsiftError("give --dataset bfcl, both --tools FILE and --queries FILE, or --gateway-log FILE")
+    # requests no tool fits score the relevance gate, not the rankings
+    irrelevant = [q for q in dataset.queries if not q.relevant]
+    dataset.queries = [q for q in dataset.queries if q.relevant]
     makers = {"toolsift": ev.toolsift_system, **ev.BASELINES}
     replayed = None
     if args.replay is not None:  # toolsift as built and with what the log taught, on the rest
@@ -209,6 +216,10 @@ def evaluate(args: argparse.Namespace) -> int:
         named: list[tuple[str, ev.System | None]] = [(s.name, s) for s in replayed.systems]
     else:
         named = [(name, makers[name](dataset)) for name in args.systems]
+        if args.min_evidence is not None and "toolsift" in args.systems:
+            gated = ev.toolsift_system(dataset, min_evidence=args.min_evidence)
+            gated.name = f"toolsift, min_evidence {args.min_evidence:g}"
+            named.insert(args.systems.index("toolsift") + 1, (gated.name, gated))
     results = []
     for name, system in named:
         if system is None:
@@ -219,6 +230,13 @@ def evaluate(args: argparse.Namespace) -> int:
                 ev.evaluate(system, dataset, budget_tokens=args.budget_tokens, progress=lambda d, t: progress(d, t, ""))
             )
     print(ev.markdown(results, dataset))
+    if irrelevant and replayed is None:
+        from .eval.gate import gate
+        from .eval.gate import markdown as gate_markdown
+
+        floors = [None] if args.min_evidence is None else [None, args.min_evidence]
+        with _progress("Relevance gate"):
+            print(gate_markdown([gate(dataset, irrelevant, min_evidence=f) for f in floors]))
     if replayed is not None:
         order = "shuffled with seed " + str(args.seed) if args.seed is not None else "in the dataset's order"
         print(
@@ -400,7 +418,7 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score retrieval on a labelled dataset, with baselines side by side")
     e.add_argument("--dataset", choices=("bfcl",), help="a public benchmark (downloaded once into the cache)")
     e.add_argument("--tools", help="catalog or saved index file (with --queries)")
-    e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?}')
+    e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?, "available"?}')
     e.add_argument("--gateway-log", metavar="FILE", help="a gateway's JSONL log: searches labelled by the calls after")
     systems = ("toolsift", "bm25s", "rank_bm25", "dense", "hybrid")
     e.add_argument(
@@ -410,6 +428,15 @@ def _parser() -> argparse.ArgumentParser:
         "--budget-tokens", type=int, default=2000, help="token budget for the selection figures (default 2000)"
     )
     _renamed(e, "--budget", "--budget-tokens")
+    e.add_argument(
+        "--irrelevance", action="store_true", help="bfcl: add its irrelevance categories and score the relevance gate"
+    )
+    e.add_argument(
+        "--min-evidence",
+        type=float,
+        metavar="X",
+        help="also run toolsift with the relevance gate Index(min_evidence=X)",
+    )
     e.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     e.add_argument("--report", metavar="FILE", help="also write an HTML report with charts (needs matplotlib)")
     e.add_argument(

@@ -98,10 +98,16 @@ def load_files(tools: str | Path, queries: str | Path, *, catalog: Catalog | Non
     out = []
     for n, row in json_lines(Path(queries).read_text(encoding="utf-8"), queries):
         try:
-            q = LabelledQuery(str(row.get("id", n)), row["query"], tuple(row["relevant"]), row.get("category", "all"))
+            q = LabelledQuery(
+                str(row.get("id", n)),
+                row["query"],
+                tuple(row["relevant"]),
+                row.get("category", "all"),
+                available=tuple(row.get("available", ())),
+            )
         except (AttributeError, KeyError, TypeError) as e:
             raise CatalogFormatError(f"{queries}: line {n} is not a labelled query ({e})") from None
-        unknown = [r for r in q.relevant if catalog.get(r) is None]
+        unknown = [r for r in (*q.relevant, *q.available) if catalog.get(r) is None]
         if unknown:
             raise CatalogFormatError(f"{queries}: line {n} names tools not in the catalog: {unknown}")
         out.append(q)

@@ -107,7 +107,8 @@ def _selection(system: System, dataset: Dataset, budget_tokens: int) -> dict[str
 
 
 def markdown(results: Sequence[Result], dataset: Dataset) -> str:
-    """The results as Markdown tables: overall metrics with latency, then nDCG@10 per category."""
+    """The results as Markdown tables: overall metrics with latency, then nDCG@10 and Complete@10
+    per category."""
     head = ["system", *METRICS, "p50 µs", "p99 µs"]
     lines = [f"Dataset `{dataset.name}`: {len(dataset.catalog):,} tools, {len(dataset.queries):,} queries", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -128,6 +129,10 @@ def markdown(results: Sequence[Result], dataset: Dataset) -> str:
         ]
         for r in results:
             lines.append("| " + " | ".join([r.system] + [f"{r.by_category[c]['nDCG@10']:.3f}" for c in cats]) + " |")
+        lines += ["", "Complete@10 (every needed tool in the first 10) by category:", ""]
+        lines += ["| system | " + " | ".join(cats) + " |", "|" + "---|" * (len(cats) + 1)]
+        for r in results:
+            lines.append("| " + " | ".join([r.system] + [f"{r.by_category[c]['C@10']:.3f}" for c in cats]) + " |")
     for r in results:
         if r.selection:
             s = r.selection
