@@ -78,6 +78,30 @@ def test_learning_stops_once_the_tool_ranks_first_for_the_phrasing() -> None:
     assert learned.observe(index, "put a message on the queue", ["sqs_send"], scope="s") == {}
 
 
+def test_a_phrasing_confirmed_again_and_again_overtakes_tools_whose_text_matches_it() -> None:
+    """Each event adds weight, so a tool the requests keep calling gets there in the end even
+    against tools whose authored text holds every word of the request (as on the AWS catalog:
+    "upload a file to an S3 bucket" and s3__PutObject, "adds an object to a bucket")."""
+    catalog = [
+        ts.Tool("put_object", "Adds an object to a bucket"),
+        ts.Tool("cache_report", "Report the files that failed to upload to the bucket"),
+        ts.Tool("list_uploads", "List the multipart uploads of a file in a bucket"),
+        ts.Tool("abort_upload", "Abort a multipart upload of a file to a bucket"),
+        ts.Tool("attach_file", "Upload a file as an attachment to a bucket record"),
+    ]
+    request = "upload a file to the bucket"
+    base = ts.Index(catalog)
+    index, learned, rounds = base, Learned(), 0
+    assert names(index, request)[-1] == "put_object"
+    while "put_object" not in names(index, request)[:3]:  # as a Toolbox or gateway rebuilds
+        assert learned.observe(index, request, ["put_object"], scope="s")
+        index = base.with_learned(learned.texts("s", base))
+        rounds += 1
+        assert rounds <= 8
+    assert learned.observe(index, request, ["put_object"], scope="s") == {}  # then it stops
+    assert names(index, "adds an object")[0] == "put_object"
+
+
 def test_learned_words_weigh_below_authored_ones() -> None:
     index = ts.Index(TOOLS).with_learned({"sqs_send": "publish topic"})
     assert names(index, "publish to a topic")[:2] == ["sns_publish", "sqs_send"]
