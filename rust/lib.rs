@@ -10,6 +10,7 @@
 pub mod bm25;
 pub mod budget;
 pub mod builder;
+pub mod dense;
 pub mod error;
 pub mod index;
 pub mod permissions;

@@ -264,3 +264,19 @@ def test_a_conversation_embeds_each_message_once_and_ranks_as_a_cold_index_does(
     for text in ("buy a gift", "email the receipt", "buy a gift"):
         small.search(text, k=1)
     assert embedder.texts == ["buy a gift", "email the receipt", "buy a gift"]
+
+
+def test_exact_scores_come_from_the_core_and_match_numpy() -> None:
+    from toolsift import _core
+
+    vectors = np.random.default_rng(0).standard_normal((301, 37)).astype(np.float32)
+    query = vectors[7].copy()
+    assert np.allclose(_core.dot_rows(vectors, query), vectors @ query, atol=1e-4)
+    with pytest.raises(InvalidParameterError, match="query"):
+        _core.dot_rows(vectors, query[:-1])
+    with pytest.raises(InvalidParameterError, match="contiguous"):
+        _core.dot_rows(vectors, np.repeat(query, 2)[::2])
+    exact = DenseIndex(vectors, exact_below=10**6)
+    unit = vectors / np.linalg.norm(vectors, axis=1)[:, None]
+    want = np.argsort(-(unit @ unit[7]), kind="stable")[:10]
+    assert exact.search(vectors[7], 10)[0].tolist() == want.tolist()

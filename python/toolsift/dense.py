@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ._core import dot_rows
 from .errors import InvalidParameterError, MissingExtraError
 from .progress import Progress, Reporter
 
@@ -247,7 +248,9 @@ class DenseIndex:
         return ids[order].astype(np.uint32), scores[order]
 
     def _exact(self, q: Vectors, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        scores = self.vectors @ q
+        # the core's loop, not `self.vectors @ q`: numpy's BLAS threads would then compete with the
+        # query encoder's on the next request (0.4-0.7 ms of a hybrid request on two cores)
+        scores = dot_rows(self.vectors, q)
         ids = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
         if allowed is not None:
             scores = scores[ids]

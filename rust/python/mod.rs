@@ -111,6 +111,39 @@ fn crc32_each<'py>(
     Ok(pyo3::types::PyBytes::new(py, &out))
 }
 
+/// `matrix @ query` for a C-contiguous float32 `(n, dim)` matrix and a `(dim,)` query, on this
+/// thread with the GIL released (see `crate::dense`).
+#[pyfunction]
+fn dot_rows<'py>(
+    py: Python<'py>,
+    matrix: numpy::PyReadonlyArray2<'py, f32>,
+    query: numpy::PyReadonlyArray1<'py, f32>,
+) -> PyResult<Bound<'py, numpy::PyArray1<f32>>> {
+    use numpy::{IntoPyArray, PyUntypedArrayMethods};
+    let (rows, dim) = (matrix.shape()[0], matrix.shape()[1]);
+    let got = query.shape()[0];
+    if got != dim {
+        return Err(crate::error::Error::LengthMismatch {
+            field: "query",
+            expected: dim,
+            got,
+        }
+        .into());
+    }
+    let invalid = |name: &'static str| crate::error::Error::InvalidParameter {
+        name,
+        reason: "must be a C-contiguous float32 array".into(),
+    };
+    let m = matrix.as_slice().map_err(|_| invalid("matrix"))?;
+    let q = query.as_slice().map_err(|_| invalid("query"))?;
+    let scores = if dim == 0 {
+        vec![0.0; rows]
+    } else {
+        errors::detached(py, || crate::dense::dot_rows(m, q))?
+    };
+    Ok(scores.into_pyarray(py))
+}
+
 /// `x` as the Python float of its shortest decimal (`0.9`, not `0.8999999761581421`): the same
 /// `f32` once passed back, and the same text where Python writes it (a snapshot's header).
 fn shortest_decimal(x: f32) -> f64 {
@@ -128,6 +161,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_lines, m)?)?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(crc32_each, m)?)?;
+    m.add_function(wrap_pyfunction!(dot_rows, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;

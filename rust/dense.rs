@@ -1,0 +1,58 @@
+//! Exact cosine scores of one query vector against every tool vector.
+//!
+//! The dense side (Python's `toolsift.dense.DenseIndex`) searches catalogs below a few thousand
+//! tools exactly, by one matrix-vector product per query. numpy hands that product to its BLAS,
+//! whose worker threads then compete for the cores with the query's encoder (onnxruntime's
+//! threads) on the next request: on two cores that cost 0.5-0.7 ms a hybrid request
+//! (`benches/RESULTS.md`, "Where a hybrid request's time goes"). This loop runs on the calling
+//! thread only, with the GIL released.
+
+/// Lanes summed side by side: wide enough for the compiler to use SIMD registers, and a fixed
+/// order of additions, so a score is the same on every run.
+const LANES: usize = 16;
+
+/// The dot product of each `dim`-long row of `matrix` with `query` (`dim = query.len()`), in
+/// row order. `matrix.len()` must be a multiple of `query.len()`; an empty query gives no rows.
+pub fn dot_rows(matrix: &[f32], query: &[f32]) -> Vec<f32> {
+    if query.is_empty() {
+        return Vec::new();
+    }
+    matrix
+        .chunks_exact(query.len())
+        .map(|row| dot(row, query))
+        .collect()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let (a_body, a_tail) = a.split_at(a.len() - a.len() % LANES);
+    let (b_body, b_tail) = b.split_at(a_body.len());
+    for (x, y) in a_body.chunks_exact(LANES).zip(b_body.chunks_exact(LANES)) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut sum = acc.iter().sum::<f32>();
+    for (x, y) in a_tail.iter().zip(b_tail) {
+        sum += x * y;
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_row_gets_its_dot_product_tails_included() {
+        let query: Vec<f32> = (0..11).map(|i| i as f32).collect();
+        let rows: Vec<f32> = (0..33).map(|i| (i % 7) as f32 - 3.0).collect();
+        let got = dot_rows(&rows, &query);
+        let want: Vec<f32> = rows
+            .chunks(11)
+            .map(|r| r.iter().zip(&query).map(|(x, y)| x * y).sum())
+            .collect();
+        assert_eq!(got, want); // small integers: exact whatever the order
+        assert!(dot_rows(&rows, &[]).is_empty());
+    }
+}
