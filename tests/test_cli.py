@@ -83,6 +83,8 @@ def test_verbose_logs_what_takes_time_to_stderr(catalog_file: Path, tmp_path: Pa
     loud = subprocess.run([*command[:3], "--verbose", *command[3:]], capture_output=True, text=True, check=True)
     assert "toolsift: indexed" not in quiet.stderr
     assert "toolsift: indexed" in loud.stderr and "toolsift: saved" in loud.stderr
+    after = subprocess.run([*command, "-v"], capture_output=True, text=True, check=True)  # after the command too
+    assert "toolsift: indexed" in after.stderr
 
 
 def test_a_saved_index_is_searched_like_its_catalog(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,7 +213,7 @@ def test_a_long_embedding_run_reports_its_progress_and_can_be_cancelled(caplog: 
         (total, total, tools[-1].name),
     ]
     assert any(f"{total} of {total}" in r.getMessage() for r in caplog.records)
-    # batching changes nothing: the vectors are those of one call over the whole catalog
+    # the batches' rows are the tools' own, in registry order: those of one call over the catalog
     whole = ConceptEmbedder().embed([ts.text.dense_text(t) for t in tools])
     assert np.allclose(index._hybrid.dense.vectors, whole / np.linalg.norm(whole, axis=1)[:, None])  # type: ignore[union-attr]
 
@@ -238,12 +239,17 @@ def test_a_conversation_embeds_each_message_once_and_ranks_as_a_cold_index_does(
     import toolsift.hybrid
 
     class Counting(ConceptEmbedder):
+        """Counts what it embeds; a batch's vectors depend on its size, as a padded encoder's
+        do in their last bits, so only texts embedded alone give the cold index's answers."""
+
         def __init__(self) -> None:
             self.texts: list[str] = []
 
         def embed(self, texts: list[str]) -> np.ndarray:
             self.texts += texts
-            return super().embed(texts)
+            out = super().embed(texts)
+            out[:, 0] += 0.01 * (len(texts) - 1)
+            return out
 
     embedder = Counting()
     warm = ts.Index(TOOLS, embedder=embedder)  # type: ignore[arg-type]
@@ -253,7 +259,7 @@ def test_a_conversation_embeds_each_message_once_and_ranks_as_a_cold_index_does(
     for turn in turns:
         messages.append({"role": "user", "content": turn})
         query = ts.Query.from_messages(messages)
-        cold = ts.Index(TOOLS, embedder=ConceptEmbedder())  # type: ignore[arg-type]
+        cold = ts.Index(TOOLS, embedder=Counting())  # type: ignore[arg-type]
         assert warm.search(query, k=5) == cold.search(query, k=5)
         messages.append({"role": "assistant", "content": "Done."})
     assert sorted(embedder.texts) == sorted(set(embedder.texts))  # no text embedded twice
@@ -264,6 +270,27 @@ def test_a_conversation_embeds_each_message_once_and_ranks_as_a_cold_index_does(
     for text in ("buy a gift", "email the receipt", "buy a gift"):
         small.search(text, k=1)
     assert embedder.texts == ["buy a gift", "email the receipt", "buy a gift"]
+
+
+def test_the_query_cache_is_kept_per_caller() -> None:
+    """A cached text answers in microseconds, an embedded one in milliseconds: one caller must
+    not learn from the time taken whether another asked the same."""
+
+    class Counting(ConceptEmbedder):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.texts += texts
+            return super().embed(texts)
+
+    embedder = Counting()
+    index = ts.Index(TOOLS, embedder=embedder, statistics="caller")  # type: ignore[arg-type]
+    embedder.texts.clear()
+    index.search("refund the payment", k=3, caller=["billing"])
+    index.search("refund the payment", k=3, caller=["billing"])
+    index.search("refund the payment", k=3, caller=["admin"])
+    assert embedder.texts == ["refund the payment", "refund the payment"]
 
 
 def test_exact_scores_come_from_the_core_and_match_numpy() -> None:
@@ -280,3 +307,32 @@ def test_exact_scores_come_from_the_core_and_match_numpy() -> None:
     unit = vectors / np.linalg.norm(vectors, axis=1)[:, None]
     want = np.argsort(-(unit @ unit[7]), kind="stable")[:10]
     assert exact.search(vectors[7], 10)[0].tolist() == want.tolist()
+
+
+class Noisy:
+    """Random (seeded by the text) vectors: their float32 norms are 1 only to within an ulp, so
+    normalising them twice would change their bits."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rows = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(48) for t in texts]
+        return np.array(rows, dtype=np.float32).reshape(len(texts), 48)
+
+
+def test_a_hybrid_index_answers_byte_for_byte_alike_built_loaded_and_relearned(tmp_path: Path) -> None:
+    tools = [ts.Tool(f"t{i}", f"tool number {i} does thing {i % 7}") for i in range(300)]
+    built = ts.Index(tools, embedder=Noisy())
+    built.save(tmp_path / "x.tsi")
+    loaded = ts.Index.load(tmp_path / "x.tsi", embedder=Noisy())
+    relearned = built.with_learned({"t1": "hello"}).with_learned({})
+    for query in [f"thing {i}" for i in range(20)]:
+        want = [(h.tool.name, h.score) for h in built.search(query, k=10)]
+        assert [(h.tool.name, h.score) for h in loaded.search(query, k=10)] == want
+        assert [(h.tool.name, h.score) for h in relearned.search(query, k=10)] == want
+
+
+def test_an_empty_catalog_with_an_embedder_answers_nothing() -> None:
+    from toolsift.eval.systems import CachedEmbedder
+
+    for embedder in (ConceptEmbedder(), CachedEmbedder(ConceptEmbedder())):  # (0, 64) and (0, 0) for no texts
+        index = ts.Index([], embedder=embedder)  # type: ignore[arg-type]
+        assert index.search("buy a gift", k=3) == [] and list(index.select("buy a gift").names) == []

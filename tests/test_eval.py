@@ -145,10 +145,12 @@ def test_the_relevance_gate_is_scored_on_requests_no_tool_fits(
     assert off.refused == 0.5 and off.refused_by_category == {"all": 0.0, "noise": 1.0}
     # what it costs: "email my boss" and the weather request hold one word's evidence too
     assert on.refused == 1.0 and off.answered == 1.0 and on.answered == pytest.approx(1 / 3)
+    report = tmp_path / "gate.json"
     assert main(["eval", "--tools", str(labelled[0]), "--queries", str(queries), "--systems", "toolsift",
-                 "--min-evidence", "1.5"]) == 0  # fmt: skip
+                 "--min-evidence", "1.5", "--json", str(report)]) == 0  # fmt: skip
+    assert [g["refused"] for g in json.loads(report.read_text())["gate"]] == [0.5, 1.0]
     out = capsys.readouterr().out
     assert "| toolsift, min_evidence 1.5 |" in out and "Complete@10" in out
     assert "| off | 0.500 |" in out and "| 1.5 | 1.000 |" in out
     # irrelevant requests are not scored as rankings that found nothing
-    assert "4 queries" not in out and "3 queries" in out
+    assert "5 queries" not in out and "3 queries" in out

@@ -101,18 +101,19 @@ MAX_EXAMPLES = 5
 """Example titles kept per operation."""
 
 
-def _examples(loader: Any, service: str) -> dict[str, tuple[str, ...]]:
+def _examples(loader: Any, service: str, api_version: str | None) -> dict[str, tuple[str, ...]]:
     """The titles of the worked examples botocore ships for a service's operations ("To upload
-    an object"), where it has them (about 60 % of services): requests the operation serves."""
+    an object"), where it has them (about 60 % of services), for the API version the
+    operations come from: requests the operation serves."""
     from botocore.exceptions import DataNotFoundError
 
     try:
-        examples = loader.load_service_model(service, "examples-1").get("examples", {})
+        examples = loader.load_service_model(service, "examples-1", api_version).get("examples", {})
     except DataNotFoundError:
         return {}
     titles: dict[str, tuple[str, ...]] = {}
     for op_name, items in examples.items():
-        found = (plain(str(e.get("title", "")), 200) for e in items if isinstance(e, dict))
+        found = (plain(str(e.get("title") or ""), 200) for e in items if isinstance(e, dict))
         titles[op_name] = tuple(dict.fromkeys(t for t in found if t))[:MAX_EXAMPLES]
     return titles
 
@@ -123,7 +124,7 @@ def _service_tools(loader: Any, service: str) -> list[Tool]:
     meta = model.get("metadata", {})
     # what people call the service ("Amazon Simple Queue Service", "SQS"): searched, never sent
     called = " ".join(dict.fromkeys(str(meta[k]) for k in ("serviceFullName", "serviceId") if meta.get(k)))
-    examples = _examples(loader, service)
+    examples = _examples(loader, service, meta.get("apiVersion"))
     tools = []
     for op_name, op in sorted(model.get("operations", {}).items()):
         params = (

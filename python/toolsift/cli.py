@@ -192,10 +192,14 @@ def evaluate(args: argparse.Namespace) -> int:
     """Score toolsift and the baselines on a labelled dataset."""
     from . import eval as ev
 
-    if args.dataset == "bfcl":
-        dataset = ev.load_bfcl(
-            (*ev.BFCL_SINGLE_TURN, *ev.BFCL_IRRELEVANCE) if args.irrelevance else ev.BFCL_SINGLE_TURN
+    if args.min_evidence is not None and (args.replay is not None or "toolsift" not in args.systems):
+        raise ToolsiftError(
+            "--min-evidence runs toolsift with the gate beside toolsift: not with --replay, "
+            "and only when --systems includes toolsift"
         )
+    if args.dataset == "bfcl":
+        extra = ev.BFCL_IRRELEVANCE if args.irrelevance else ()
+        dataset = ev.load_bfcl((*ev.BFCL_SINGLE_TURN, *extra))
     elif args.irrelevance:
         raise ToolsiftError("--irrelevance adds BFCL's irrelevance categories: use it with --dataset bfcl")
     elif args.tools and args.queries:
@@ -230,13 +234,15 @@ def evaluate(args: argparse.Namespace) -> int:
                 ev.evaluate(system, dataset, budget_tokens=args.budget_tokens, progress=lambda d, t: progress(d, t, ""))
             )
     print(ev.markdown(results, dataset))
+    gate_rows: list[Any] = []
     if irrelevant and replayed is None:
         from .eval.gate import gate
         from .eval.gate import markdown as gate_markdown
 
         floors = [None] if args.min_evidence is None else [None, args.min_evidence]
         with _progress("Relevance gate"):
-            print(gate_markdown([gate(dataset, irrelevant, min_evidence=f) for f in floors]))
+            gate_rows = [gate(dataset, irrelevant, min_evidence=f) for f in floors]
+        print(gate_markdown(gate_rows))
     if replayed is not None:
         order = "shuffled with seed " + str(args.seed) if args.seed is not None else "in the dataset's order"
         print(
@@ -244,7 +250,7 @@ def evaluate(args: argparse.Namespace) -> int:
             f"{replayed.learned_tools:,} tools learned words; the other {len(dataset.queries):,} scored."
         )
     if args.json:
-        Path(args.json).write_text(ev.to_json(results, dataset), encoding="utf-8")
+        Path(args.json).write_text(ev.to_json(results, dataset, gate=gate_rows), encoding="utf-8")
     if args.report:
         from .eval.report import html_report, token_curve
 
@@ -385,11 +391,16 @@ def _renamed(parser: argparse.ArgumentParser, *pairs: str) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolsift", description="Pick the tools an LLM agent sees.")
     parser.add_argument("--version", action="version", version=f"toolsift {version()}")
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="log what takes time (builds, embedding progress) to stderr"
-    )
+    verbose = "log what takes time (builds, embedding progress) to stderr"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose)
+    # also after the command (`toolsift eval -v`); SUPPRESS keeps a command's default from
+    # overwriting a -v given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose)
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="index the ~18k AWS API operations in botocore and answer a few requests")
+    d = sub.add_parser(
+        "demo", parents=[common], help="index the ~18k AWS API operations in botocore and answer a few requests"
+    )
     d.add_argument("query", nargs="*", help="requests to answer (default: a few examples)")
     d.add_argument("--budget-tokens", type=int, default=4000, help="token budget per request (default 4000)")
     d.add_argument("--max-tools", type=int, default=8, help="most tools selected per request (default 8)")
@@ -397,7 +408,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--half", action="store_true", help="caller holds only every other service's permission")
     d.add_argument("--repeat", type=int, default=200, help="selections timed per request (default 200)")
     d.set_defaults(run=demo)
-    s = sub.add_parser("search", help="select tools from a catalog or saved index file for a query")
+    s = sub.add_parser("search", parents=[common], help="select tools from a catalog or saved index file for a query")
     s.add_argument(
         "catalog", help="catalog file (JSON or JSONL in toolsift, MCP, OpenAI or Anthropic shape) or saved index"
     )
@@ -410,12 +421,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--group", action="append", default=[], metavar="GROUP", help="only tools of this group")
     s.add_argument("--groups", type=int, default=None, metavar="N", help="hierarchical: the N best groups first")
     s.set_defaults(run=search)
-    b = sub.add_parser("index", help="index a catalog file and save the index (loads in milliseconds)")
+    b = sub.add_parser(
+        "index", parents=[common], help="index a catalog file and save the index (loads in milliseconds)"
+    )
     b.add_argument("catalog", help="catalog file: JSON or JSONL in toolsift, MCP, OpenAI or Anthropic shape")
     b.add_argument("-o", "--output", required=True, help="index file to write (atomically)")
     b.add_argument("--statistics", choices=("shared", "caller"), default="shared", help="see Index(statistics=...)")
     b.set_defaults(run=build_index)
-    e = sub.add_parser("eval", help="score retrieval on a labelled dataset, with baselines side by side")
+    e = sub.add_parser(
+        "eval", parents=[common], help="score retrieval on a labelled dataset, with baselines side by side"
+    )
     e.add_argument("--dataset", choices=("bfcl",), help="a public benchmark (downloaded once into the cache)")
     e.add_argument("--tools", help="catalog or saved index file (with --queries)")
     e.add_argument("--queries", help='JSONL of {"id", "query", "relevant": [names], "category"?, "available"?}')
@@ -447,7 +462,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--seed", type=int, default=None, help="with --replay: shuffle the requests with this seed first")
     e.set_defaults(run=evaluate)
-    r = sub.add_parser("doctor", help="what to fix in a catalog: confusable, unreachable, vague tools, misses, pins")
+    r = sub.add_parser(
+        "doctor", parents=[common], help="what to fix in a catalog: confusable, unreachable, vague tools, misses, pins"
+    )
     r.add_argument("catalog", nargs="?", help="catalog file (any shape `search` reads) or saved index")
     r.add_argument("--dataset", choices=("bfcl", "aws"), help="BFCL (with its queries) or the demo's AWS catalog")
     source = r.add_mutually_exclusive_group()
@@ -462,7 +479,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
     r.add_argument("--html", metavar="FILE", help="also write every finding as an HTML page")
     r.set_defaults(run=run_doctor)
-    g = sub.add_parser("serve", help="run the MCP gateway: upstream MCP servers behind tool_search + call_tool")
+    g = sub.add_parser(
+        "serve", parents=[common], help="run the MCP gateway: upstream MCP servers behind tool_search + call_tool"
+    )
     g.add_argument("--config", required=True, help="gateway TOML file (see README)")
     g.add_argument("--transport", choices=("http", "stdio"), help="override [gateway] transport")
     g.add_argument("--host", help="override [gateway] host")
@@ -476,13 +495,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler ``--verbose`` adds (one, however often :func:`main` runs in a process)."""
+
+
 def _log_to_stderr() -> None:
-    """The ``toolsift`` loggers at INFO on stderr (``--verbose``)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("toolsift: %(message)s"))
+    """The ``toolsift`` loggers at INFO on stderr (``--verbose``), not also passed up to the
+    root logger's handlers."""
     root = logging.getLogger("toolsift")
-    root.addHandler(handler)
+    if not any(isinstance(h, _Stderr) for h in root.handlers):
+        handler = _Stderr(sys.stderr)
+        handler.setFormatter(logging.Formatter("toolsift: %(message)s"))
+        root.addHandler(handler)
     root.setLevel(logging.INFO)
+    root.propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

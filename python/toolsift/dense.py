@@ -109,11 +109,19 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), self.batch_size):
             reply = self.client.embeddings.create(model=self.model, input=texts[start : start + self.batch_size])
             rows += [item.embedding for item in sorted(reply.data, key=lambda d: d.index)]
-        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1) if texts else np.zeros((0, 0), np.float32)
+
+
+UNIT_TOLERANCE = 1e-6
+"""A row whose length is this close to 1 is already a unit vector and is kept bit for bit."""
 
 
 def unit_rows(vectors: Any, what: str, names: Sequence[str] | None = None) -> Vectors:
-    """``vectors`` as a C-contiguous float32 matrix of unit rows; NaN, infinite or zero rows are refused."""
+    """``vectors`` as a C-contiguous float32 matrix of unit rows; NaN, infinite or zero rows are
+    refused. Idempotent: rows already of unit length (within :data:`UNIT_TOLERANCE`) are left as
+    they are, so vectors normalised once (at build time) keep their bits through a saved file,
+    :meth:`~toolsift.Index.with_learned` and every later pass (dividing again by a float32 norm
+    of 1 ± 1 ulp would change them, and with them scores and tie orders)."""
     v = np.array(vectors, dtype=np.float32, copy=True, ndmin=2)
     if v.ndim != 2:
         raise InvalidParameterError(f"{what} must be a 2-D array, got shape {v.shape}")
@@ -123,7 +131,8 @@ def unit_rows(vectors: Any, what: str, names: Sequence[str] | None = None) -> Ve
         row = int(bad[0])
         who = f"tool {names[row]!r}" if names is not None and row < len(names) else f"row {row}"
         raise InvalidParameterError(f"{what}: {who} has a NaN, infinite or all-zero vector")
-    return np.ascontiguousarray(v / norms[:, None])
+    scale = np.where(np.abs(norms - 1.0) <= UNIT_TOLERANCE, np.float32(1.0), norms).astype(np.float32)
+    return np.ascontiguousarray(v / scale[:, None])
 
 
 EMBED_BATCH = 512
@@ -209,6 +218,8 @@ class DenseIndex:
     def search(self, query: Vectors, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first."""
         q = unit_rows(query, "query vector")[0]
+        if not len(self):  # an empty catalog: nothing to find, whatever the embedder said its size is
+            return np.zeros(0, np.uint32), np.zeros(0, np.float32)
         if q.shape[0] != self.vectors.shape[1]:
             raise InvalidParameterError(f"query vector has {q.shape[0]} dimensions, the index {self.vectors.shape[1]}")
         if allowed is not None:  # any truthy mask, as booleans (a 0/1 int array must not index)

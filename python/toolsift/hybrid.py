@@ -26,8 +26,10 @@ from .results import Hit
 from .text import dense_text
 
 QUERY_CACHE = 4096
-"""Query texts whose vectors a hybrid index keeps (least recently used dropped first; 384
-dimensions: about 6 MB)."""
+"""Query texts whose vectors a hybrid index keeps, least recently used dropped first (384
+dimensions: about 6 MB of vectors)."""
+QUERY_CACHE_CHARS = 4_000_000
+"""The cached query texts hold at most this many characters in all (long messages count)."""
 
 
 class Hybrid:
@@ -38,7 +40,9 @@ class Hybrid:
     The vectors of the last :data:`QUERY_CACHE` query texts are kept: a conversation's query
     holds every earlier user message (:meth:`~toolsift.query.Query.from_messages`), so without
     them each turn would embed the whole history again. Each text is embedded on its own, so
-    its vector is the same whether it was cached or not, and whatever else the query holds."""
+    its vector is the same whether it was cached or not, and whatever else the query holds. The
+    cache is kept per caller (permission set): how fast a query is answered never tells one
+    caller what another has asked."""
 
     def __init__(
         self,
@@ -60,15 +64,18 @@ class Hybrid:
             if vectors is None:
                 vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
             self.dense = DenseIndex(vectors, **(dense_options or {}))
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries: OrderedDict[tuple[object, str], np.ndarray] = OrderedDict()
+        self._cached_chars = 0
         self._lock = threading.Lock()
 
-    def query_vector(self, text: str) -> np.ndarray:
-        """The unit vector of one query text, embedded alone, from the cache when there."""
+    def query_vector(self, text: str, caller: object = None) -> np.ndarray:
+        """The unit vector of one query text, embedded alone, from ``caller``'s cache (a
+        :class:`~toolsift.callers.Perms` key) when there."""
+        key = (caller, text)
         with self._lock:
-            found = self._queries.get(text)
+            found = self._queries.get(key)
             if found is not None:
-                self._queries.move_to_end(text)
+                self._queries.move_to_end(key)
                 return found
         if self.embedder is None:
             raise InvalidParameterError("this index has no embedder")
@@ -78,9 +85,12 @@ class Hybrid:
         vector: np.ndarray = rows[0]
         vector.flags.writeable = False  # shared by every later query of the same text
         with self._lock:
-            self._queries[text] = vector
-            while len(self._queries) > QUERY_CACHE:
-                self._queries.popitem(last=False)
+            if key not in self._queries:
+                self._cached_chars += len(text)
+            self._queries[key] = vector
+            while self._queries and (len(self._queries) > QUERY_CACHE or self._cached_chars > QUERY_CACHE_CHARS):
+                (_, dropped), _ = self._queries.popitem(last=False)
+                self._cached_chars -= len(dropped)
         return vector
 
     @property
@@ -97,7 +107,7 @@ class Hybrid:
         ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
         if self.dense is not None and self.embedder is not None and query.parts:
             texts, weights = zip(*query.parts, strict=True)
-            vectors = np.stack([self.query_vector(t) for t in texts])
+            vectors = np.stack([self.query_vector(t, perms.key) for t in texts])
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
                 allowed = lexical.core.allowed_mask(lexical.scoped(perms, scope))

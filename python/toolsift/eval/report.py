@@ -137,8 +137,9 @@ def html_report(results: Sequence[Result], dataset: Dataset, curve: TokenCurve |
     head = ["system", *METRICS]
     rows = [[r.system, *(f"{r.overall[m]:.3f}" for m in METRICS)] for r in results]
     charts = [_recall_chart(results)]
-    if len(dataset.categories()) > 1:
-        charts.append(_category_chart(results, dataset.categories()))
+    ranked = [c for c in dataset.categories() if any(c in r.by_category for r in results)]
+    if len(ranked) > 1:
+        charts.append(_category_chart(results, ranked))
     if curve is not None:
         charts.append(_token_chart(curve))
     body = ["<h2>Overall</h2>", table(head, rows, numeric=range(1, len(head))), '<div class="grid">', *charts, "</div>"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -53,10 +54,13 @@ def evaluate(
     budget_tokens: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Result:
-    """Ranks every query of ``dataset`` with ``system`` and scores the rankings; with
-    ``budget_tokens``, also the selections of a toolsift system within that budget."""
+    """Ranks every query of ``dataset`` that some tool fits with ``system`` and scores the
+    rankings; with ``budget_tokens``, also the selections of a toolsift system within that
+    budget. Queries no tool fits (``relevant`` empty) are left out: they score the relevance gate
+    (:mod:`toolsift.eval.gate`), not a ranking."""
+    scored = [q for q in dataset.queries if q.relevant]
     rows, times, cats, curve, misses = [], [], [], np.zeros(CURVE_DEPTH), []
-    for i, q in enumerate(dataset.queries):
+    for i, q in enumerate(scored):
         t0 = time.perf_counter_ns()
         ranked = system.rank(q, DEPTH)
         times.append((time.perf_counter_ns() - t0) / 1e3)
@@ -78,11 +82,12 @@ def evaluate(
                 }
             )
         if progress:
-            progress(i + 1, len(dataset.queries))
-    by_category = {c: _mean([r for r, rc in zip(rows, cats, strict=True) if rc == c]) for c in dataset.categories()}
+            progress(i + 1, len(scored))
+    categories = dict.fromkeys(cats)
+    by_category = {c: _mean([r for r, rc in zip(rows, cats, strict=True) if rc == c]) for c in categories}
     latency = {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99))} if times else {}
     result = Result(system.name, _mean(rows), by_category, latency)
-    result.recall_curve = [float(v) for v in curve / max(len(dataset.queries), 1)]
+    result.recall_curve = [float(v) for v in curve / max(len(scored), 1)]
     result.misses = misses
     if budget_tokens is not None and system.index is not None:
         result.selection = _selection(system, dataset, budget_tokens)
@@ -93,7 +98,7 @@ def _selection(system: System, dataset: Dataset, budget_tokens: int) -> dict[str
     index = system.index
     assert index is not None
     tokens, recall = [], []
-    for q in dataset.queries:
+    for q in (q for q in dataset.queries if q.relevant):
         sel = index.select(q.text, budget_tokens=budget_tokens)
         tokens.append(sel.tokens)
         recall.append(len({dataset.label(n) for n in sel.names} & set(q.relevant)) / len(q.relevant))
@@ -110,7 +115,8 @@ def markdown(results: Sequence[Result], dataset: Dataset) -> str:
     """The results as Markdown tables: overall metrics with latency, then nDCG@10 and Complete@10
     per category."""
     head = ["system", *METRICS, "p50 µs", "p99 µs"]
-    lines = [f"Dataset `{dataset.name}`: {len(dataset.catalog):,} tools, {len(dataset.queries):,} queries", ""]
+    ranked = sum(1 for q in dataset.queries if q.relevant)
+    lines = [f"Dataset `{dataset.name}`: {len(dataset.catalog):,} tools, {ranked:,} queries", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         cells = [f"{r.overall[m]:.3f}" for m in METRICS] + [
@@ -118,7 +124,7 @@ def markdown(results: Sequence[Result], dataset: Dataset) -> str:
             f"{r.latency_us.get('p99', 0):.0f}",
         ]
         lines.append("| " + " | ".join([r.system, *cells]) + " |")
-    cats = dataset.categories()
+    cats = [c for c in dataset.categories() if all(c in r.by_category for r in results)]
     if len(cats) > 1:
         lines += [
             "",
@@ -145,8 +151,12 @@ def markdown(results: Sequence[Result], dataset: Dataset) -> str:
     return "\n".join(lines)
 
 
-def to_json(results: Sequence[Result], dataset: Dataset) -> str:
-    """The results as JSON."""
-    payload: dict[str, Any] = {"dataset": dataset.name, "tools": len(dataset.catalog), "queries": len(dataset.queries)}
+def to_json(results: Sequence[Result], dataset: Dataset, *, gate: Sequence[Any] = ()) -> str:
+    """The results as JSON, with the relevance gate's rows (:class:`~toolsift.eval.gate.GateResult`)
+    under ``"gate"`` when given."""
+    ranked = sum(1 for q in dataset.queries if q.relevant)
+    payload: dict[str, Any] = {"dataset": dataset.name, "tools": len(dataset.catalog), "queries": ranked}
     payload["results"] = [r.__dict__ for r in results]
+    if gate:
+        payload["gate"] = [dataclasses.asdict(g) for g in gate]
     return json.dumps(payload, indent=2)
