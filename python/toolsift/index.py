@@ -421,7 +421,8 @@ class Index:
         intents = self._intent_rankings(query, perms, k, scope)
         if intents:
             hits = merge(self._tools, hits, intents, k)
-        return [] if self._gate_closed(query, perms, [h.position for h in hits]) else hits
+        gated = self._min_evidence is not None and self._gate_closed(query, perms, [h.position for h in hits])
+        return [] if gated else hits
 
     def select(
         self,
@@ -454,7 +455,9 @@ class Index:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:
             packed = self._pack(self._ranked(query, perms, scope, intents), perms, tokens, cap, scope)
-        if self._gate_closed(query, perms, [p for p in packed[0] if not self._core.is_core(p)]):
+        if self._min_evidence is not None and self._gate_closed(
+            query, perms, [p for p in packed[0] if not self._core.is_core(p)]
+        ):
             packed = self._lexical.select("", perms, tokens, cap, scope)  # the core tools only
         return Selection(self, packed, budget_tokens)
 
