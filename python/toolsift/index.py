@@ -28,7 +28,7 @@ from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolEr
 from .fusion import DEFAULT_ALPHA, Reranker
 from .groups import Grouping, Groups, group_function, groups_arg
 from .hybrid import Hybrid
-from .intents import IntentRanking, clauses, merge, rank_intents
+from .intents import IntentRanking, clauses, may_have_clauses, merge, rank_intents
 from .lexical import Lexical
 from .parts import Parts as IndexParts
 from .parts import build, read, relearned
@@ -418,7 +418,7 @@ class Index:
             hits = self._hybrid.rank(
                 self._lexical, self._tools, Query.of(query), perms, max(k, self._hybrid.depth), scope
             )[:k]
-        intents = self._intent_rankings(query, perms, k, scope)
+        intents = self._intent_rankings(query, perms, k, scope) if self._intents and may_have_clauses(query) else []
         if intents:
             hits = merge(self._tools, hits, intents, k)
         gated = self._min_evidence is not None and self._gate_closed(query, perms, [h.position for h in hits])
@@ -450,7 +450,11 @@ class Index:
         )
         perms = perms_of(caller)
         scope = self._scope(query, perms, group, groups)
-        intents = self._checked([query], lambda: self._intent_rankings(query, perms, self._hybrid.depth, scope))
+        intents = (
+            self._checked([query], lambda: self._intent_rankings(query, perms, self._hybrid.depth, scope))
+            if self._intents and may_have_clauses(query)
+            else []
+        )
         if self._hybrid.lexical_only and not intents:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:

@@ -46,10 +46,16 @@ _CUT = re.compile(r"(?<=[.?!;])\s+|[\u3002\uff1f\uff01\uff1b\u061b\u061f\u0964]\
 _MAYBE_CUT = re.compile(r"[.?!;\n,\u3002\uff1f\uff01\uff1b\u061b\u061f\u0964\uff0c\u3001\u060c]")
 
 
+def may_have_clauses(query: str | Query) -> bool:
+    """False when ``query`` is certainly one clause (a string with no character :func:`clauses`
+    cuts at): the common case, answered without calling into the ranking."""
+    return not isinstance(query, str) or _MAYBE_CUT.search(query) is not None
+
+
 def clauses(query: str | Query) -> list[str]:
     """The clauses of the highest-weight pieces of ``query``, in order (empty ones dropped)."""
     if isinstance(query, str):  # the common case, without building a Query
-        if not _MAYBE_CUT.search(query) or not _CUT.search(query):
+        if not may_have_clauses(query) or not _CUT.search(query):
             return [query]
         return [c.strip() for c in _CUT.split(query) if c.strip()]
     parts = Query.of(query).parts
