@@ -17,26 +17,13 @@ import argparse
 import statistics
 import time
 
-import numpy as np
+from embedders import Prefilled  # benches/ is on the path when a script there runs
 
 import toolsift as ts
 import toolsift.hybrid
 from toolsift.dense import default_embedder
 from toolsift.eval.datasets import load_bfcl
 from toolsift.text import dense_text
-
-
-class Prefilled:
-    """The tool vectors computed once; query texts embedded on each call (and counted)."""
-
-    def __init__(self, inner: ts.dense.Embedder, texts: list[str]) -> None:
-        self.inner, self.known, self.embedded = inner, dict(zip(texts, inner.embed(texts), strict=True)), 0
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        if all(t in self.known for t in texts):
-            return np.stack([self.known[t] for t in texts])
-        self.embedded += len(texts)
-        return self.inner.embed(texts)
 
 
 def play(
@@ -72,7 +59,9 @@ def main() -> None:
     data = load_bfcl()
     requests = [q.text for q in data.queries]
     conversations = [requests[i * args.turns : (i + 1) * args.turns] for i in range(args.conversations)]
-    embedder = Prefilled(default_embedder(), [dense_text(t) for t in data.catalog])
+    texts = [dense_text(t) for t in data.catalog]
+    inner = default_embedder()
+    embedder = Prefilled(inner, texts, inner.embed(texts))
     rows = {}
     for name, cache in (("cached", toolsift.hybrid.QUERY_CACHE), ("no cache", 0)):
         toolsift.hybrid.QUERY_CACHE = cache

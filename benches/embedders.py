@@ -30,14 +30,16 @@ from toolsift.text import dense_text
 
 
 class Prefilled:
-    """The tool vectors computed once; any other text (a query) embedded on each call."""
+    """The tool vectors computed once; any other text (a query) embedded on each call, and
+    counted in ``embedded``. Shared by the bench scripts that time queries, not catalogs."""
 
     def __init__(self, inner: Embedder, texts: list[str], vectors: np.ndarray) -> None:
-        self.inner, self.known = inner, dict(zip(texts, vectors, strict=True))
+        self.inner, self.known, self.embedded = inner, dict(zip(texts, vectors, strict=True)), 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if all(t in self.known for t in texts):
             return np.stack([self.known[t] for t in texts])
+        self.embedded += len(texts)
         return self.inner.embed(texts)
 
 
