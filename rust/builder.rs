@@ -129,12 +129,26 @@ impl IndexBuilder {
         Ok(id)
     }
 
-    /// Mean length of each field over the catalog.
+    /// Mean length of each field over the tools that have it (Lucene's convention): a field
+    /// that few tools fill (examples, search-only text) is not "long" in every tool that fills
+    /// it just because the others left it empty.
     fn average_lengths(&self) -> Vec<f32> {
         let nf = self.params.fields.len();
-        let n = self.ends.len().max(1) as f32;
         (0..nf)
-            .map(|f| self.lens.iter().skip(f).step_by(nf.max(1)).sum::<f32>() / n)
+            .map(|f| {
+                let (sum, filled) = self
+                    .lens
+                    .iter()
+                    .skip(f)
+                    .step_by(nf.max(1))
+                    .filter(|&&len| len > 0.0)
+                    .fold((0f32, 0usize), |(s, n), &len| (s + len, n + 1));
+                if filled == 0 {
+                    0.0
+                } else {
+                    sum / filled as f32
+                }
+            })
             .collect()
     }
 

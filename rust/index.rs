@@ -593,6 +593,33 @@ pub(crate) mod tests {
         );
     }
 
+    #[test]
+    fn a_field_few_tools_fill_is_normalised_by_the_tools_that_fill_it() {
+        // two of ten tools have a description, both four words long: each is of average length
+        // for that field, so its pseudo-frequency is the weight itself (norm 1), not the 5× penalty
+        // a mean over all ten tools (0.8 words) would give
+        let names = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"];
+        let idx = two_field_index(names.iter().enumerate().map(|(i, &n)| {
+            let desc = match i {
+                0 => "mail zip pdf jpeg",
+                1 => "ruby java perl lisp",
+                _ => "",
+            };
+            (n, desc, "", false, 1)
+        }));
+        let hits = idx.search("mail", &idx.caller::<&str>(&[]), 10);
+        assert_eq!(hits.len(), 1);
+        let (n, df, k1) = (10.0f32, 1.0f32, 1.2f32);
+        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        let tf = 1.0f32;
+        let expected = idf * tf * (k1 + 1.0) / (tf + k1);
+        assert!(
+            (hits[0].score - expected).abs() < 1e-5,
+            "{} vs {expected}",
+            hits[0].score
+        );
+    }
+
     /// Twelve public tools, one of them about multiplying; prefix terms at `prefix_weight`.
     fn arithmetic(prefix_weight: f32) -> Index {
         let tools = [

@@ -202,10 +202,10 @@ class Oracle:
         toks = [[terms(text) if w > 0 else [] for text, w in zip(d.fields, weights, strict=True)] for d in docs]
         if prefix_weight == 0:
             toks = [[[t for t in field if not t[1]] for field in doc] for doc in toks]
-        n = max(len(docs), 1)
-        # a field's length counts its words, not their prefix terms
+        # a field's length counts its words, not their prefix terms; its mean is over the docs that have it
         lens = [[sum(not is_prefix for _, is_prefix in field) for field in doc] for doc in toks]
-        avg = [sum(doc[f] for doc in lens) / n for f in range(len(weights))]
+        filled = [[doc[f] for doc in lens if doc[f]] for f in range(len(weights))]
+        avg = [sum(f) / len(f) if f else 0 for f in filled]
         self.tf: list[dict[str, float]] = []
         for fields, doc_lens in zip(toks, lens, strict=True):
             tf: dict[str, float] = {}
