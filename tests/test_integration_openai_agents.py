@@ -127,6 +127,23 @@ def test_a_converted_tool_rechecks_the_permission_when_the_model_calls_it() -> N
     assert "unknown tool 'issue_refund'" in outputs(result)["d"] and ran == []
 
 
+def test_the_model_reads_why_a_call_was_refused_but_not_a_handlers_exception() -> None:
+    def leaky(args: dict[str, Any]) -> str:
+        raise RuntimeError("db password hunter2 rejected")
+
+    box = ts.Toolbox(CATALOG, caller=("orders.read",), handlers={"order_status": leaky})
+    model = ScriptedModel(
+        [
+            [function_call("order_status", {}, call_id="h"), function_call("issue_refund", {}, call_id="r")],
+            [assistant_message("sorry")],
+        ]
+    )
+    tools = [function_tool(box, "order_status"), function_tool(box, {"name": "issue_refund", "parameters": {}})]
+    out = outputs(Runner.run_sync(Agent(name="plain", model=model, tools=tools), "?", run_config=NO_TRACES))
+    assert "hunter2" not in out["h"] and "error occurred" in out["h"]  # the SDK's fixed text
+    assert "unknown tool 'issue_refund'" in out["r"]  # toolsift's: the model need not retry
+
+
 def test_a_refusal_raises_when_the_failure_function_is_none() -> None:
     ran: list[str] = []
     strict = function_tool(

@@ -35,14 +35,36 @@ from agents.tool import Tool as AgentTool
 from agents.tool import ToolErrorFunction
 from agents.tool_context import ToolContext
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, MissingHandlerError, UnknownToolError
 from ..plan import SEARCH, Tier
 from ..registry import Tool
 from ..tiers import Toolbox
 
-__all__ = ["ToolsiftAgent", "function_tool", "function_tools", "hosted_search_tools", "select_tools"]
+__all__ = [
+    "ToolsiftAgent",
+    "function_tool",
+    "function_tools",
+    "hosted_search_tools",
+    "select_tools",
+    "tool_error_message",
+]
 
 _UNSET: Any = object()
+
+#: What the model may read of a refused call: toolsift's own messages, which say the same for a
+#: forbidden tool as for a missing one and name only the tool and the argument at fault.
+MODEL_READABLE = (UnknownToolError, InvalidParameterError, MissingHandlerError)
+
+
+def tool_error_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
+    """The text the model sees for a failed call: toolsift's message for an unknown or refused
+    tool, bad arguments or a tool without a handler (so the model does not retry a call that
+    cannot succeed), and the SDK's fixed message (``agents.default_tool_error_function``) for
+    anything else, such as a handler's own exception, whose text may hold what the model must
+    not see."""
+    if isinstance(error, MODEL_READABLE):
+        return f"Error: {error}"
+    return str(default_tool_error_function(ctx, error))
 
 
 def function_tool(
@@ -61,7 +83,7 @@ def function_tool(
             entry (such as ``toolbox.tools()`` items, the meta-tools among them).
         failure_error_function: Turns an error (a refused or unknown tool, bad arguments, a
             handler that raised) into the text the model sees, as for the SDK's
-            ``@function_tool``; default ``agents.default_tool_error_function``; ``None`` raises.
+            ``@function_tool``; default :func:`tool_error_message`; ``None`` raises.
         on_result: Called with the tool's name and result after each successful call.
         defer_loading: Hide the definition from the model until OpenAI's hosted tool search
             loads it (see :func:`hosted_search_tools`).
@@ -72,7 +94,7 @@ def function_tool(
         InvalidParameterError: ``tool`` is neither a name, a :class:`~toolsift.Tool` nor a mapping.
     """
     name, description, parameters = _definition(toolbox, tool)
-    on_error = default_tool_error_function if failure_error_function is _UNSET else failure_error_function
+    on_error = tool_error_message if failure_error_function is _UNSET else failure_error_function
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> Any:
         try:
