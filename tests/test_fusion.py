@@ -57,3 +57,24 @@ def test_ties_break_by_registry_position_and_output_is_deterministic(rule) -> No
     first = rule(lexical, dense)
     assert first == rule(list(lexical), list(dense))
     assert order(first) == [3, 9]
+
+
+def test_each_fused_score_is_the_convex_combination_of_the_two_z_scores() -> None:
+    # the rule spelt out with Python floats, against the array code a hybrid index runs
+    rng = random.Random(3)
+    for _ in range(30):
+        lexical = [(p, rng.uniform(0, 30)) for p in rng.sample(range(60), rng.randint(1, 25))]
+        dense = [(p, rng.uniform(-0.2, 0.9)) for p in rng.sample(range(60), rng.randint(1, 25))]
+
+        def z(side: list[tuple[int, float]]) -> tuple[dict[int, float], float]:
+            mean = sum(s for _, s in side) / len(side)
+            sd = (sum((s - mean) ** 2 for _, s in side) / len(side)) ** 0.5
+            got = {p: (s - mean) / sd if sd else 0.0 for p, s in side}
+            return got, min(got.values())
+
+        (a, a_low), (b, b_low) = z(lexical), z(dense)
+        want = {p: 0.7 * a.get(p, a_low) + 0.3 * b.get(p, b_low) for p in a.keys() | b.keys()}
+        got = fuse(lexical, dense, 0.7)
+        assert sorted(p for p, _ in got) == sorted(want)
+        assert all(abs(s - want[p]) < 1e-9 for p, s in got)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)

@@ -28,23 +28,43 @@ Reranker = Callable[["Query", list["Hit"]], Sequence["Hit"]]
 DEFAULT_ALPHA = 0.7
 
 
-def _standardised(ranking: Ranking) -> tuple[dict[int, float], float]:
-    """Each tool's z-score within ``ranking``, and the lowest (a side whose scores are all equal,
+def _standardised(scores: np.ndarray) -> tuple[np.ndarray, float]:
+    """Each score's z-score within its side, and the lowest (a side whose scores are all equal,
     or that has one tool, says nothing about order: every z-score is 0)."""
-    if not ranking:
-        return {}, 0.0
-    scores = np.array([s for _, s in ranking], dtype=np.float64)
+    if not len(scores):
+        return scores, 0.0
     spread = float(scores.std())
     z = (scores - scores.mean()) / spread if spread > 1e-12 * max(1.0, float(np.abs(scores).max())) else scores * 0
-    return dict(zip((p for p, _ in ranking), z.tolist(), strict=True)), float(z.min())
+    return z, float(z.min())
+
+
+def _aligned(positions: np.ndarray, z: np.ndarray, low: float, union: np.ndarray) -> np.ndarray:
+    """``z`` laid out over ``union`` (sorted, holding every one of ``positions``), ``low`` where a
+    position is missing."""
+    out = np.full(len(union), low)
+    out[np.searchsorted(union, positions)] = z
+    return out
+
+
+def fuse_arrays(
+    lexical: tuple[np.ndarray, np.ndarray], dense: tuple[np.ndarray, np.ndarray], alpha: float = DEFAULT_ALPHA
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fuse` on ``(positions, scores)`` arrays, each side's positions distinct: the fused
+    positions (int64) and scores (float64), best first. The per-request path of a hybrid index."""
+    (pa, sa), (pb, sb) = ((np.asarray(p, np.int64), np.asarray(s, np.float64)) for p, s in (lexical, dense))
+    (za, a_low), (zb, b_low) = _standardised(sa), _standardised(sb)
+    union = np.union1d(pa, pb)
+    scores = alpha * _aligned(pa, za, a_low, union) + (1 - alpha) * _aligned(pb, zb, b_low, union)
+    order = np.lexsort((union, -scores))  # score descending, then registry position
+    return union[order], scores[order]
 
 
 def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
     """One ranking from a lexical and a dense one: ``alpha · z_lexical + (1 - alpha) · z_dense``,
     a tool missing from a side at that side's lowest z-score."""
-    (a, a_low), (b, b_low) = _standardised(lexical), _standardised(dense)
-    scores = {p: alpha * a.get(p, a_low) + (1 - alpha) * b.get(p, b_low) for p in a.keys() | b.keys()}
-    return sorted(scores.items(), key=lambda ps: (-ps[1], ps[0]))
+    sides = [(np.array([p for p, _ in r], np.int64), np.array([s for _, s in r], np.float64)) for r in (lexical, dense)]
+    positions, scores = fuse_arrays(sides[0], sides[1], alpha)
+    return list(zip(positions.tolist(), scores.tolist(), strict=True))
 
 
 def _normalised(ranking: Ranking) -> dict[int, float]:

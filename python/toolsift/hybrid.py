@@ -17,7 +17,7 @@ from .arguments import count, number
 from .callers import Perms
 from .dense import DenseIndex, Embedder, embed_tools, unit_rows
 from .errors import InvalidParameterError
-from .fusion import Reranker, fuse
+from .fusion import Reranker, fuse_arrays
 from .lexical import Lexical
 from .progress import Progress
 from .query import Query
@@ -104,16 +104,16 @@ class Hybrid:
         """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use
         (among the positions of ``scope``, when given)."""
         positions, scores = lexical.search(list(query.parts), perms, depth, scope)
-        ranked = list(zip(positions.tolist(), scores.tolist(), strict=True))
         if self.dense is not None and self.embedder is not None and query.parts:
             texts, weights = zip(*query.parts, strict=True)
             vectors = np.stack([self.query_vector(t, perms.key) for t in texts])
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
                 allowed = lexical.core.allowed_mask(lexical.scoped(perms, scope))
-                d_pos, d_scores = self.dense.search(combined, depth, allowed)
-                ranked = fuse(ranked, list(zip(d_pos.tolist(), d_scores.tolist(), strict=True)), self.alpha)
-        hits = [Hit(tools[i], i, s) for i, s in ranked[:depth]]
+                dense = self.dense.search(combined, depth, allowed)
+                positions, scores = fuse_arrays((positions, scores), dense, self.alpha)
+        ranked = zip(positions[:depth].tolist(), scores[:depth].tolist(), strict=True)
+        hits = [Hit(tools[i], i, s) for i, s in ranked]
         if self.rerank is not None:
             offered = {h.position for h in hits}
             hits = [h for h in self.rerank(query, hits) if h.position in offered]
