@@ -421,8 +421,7 @@ class Index:
         intents = self._intent_rankings(query, perms, k, scope) if self._intents and may_have_clauses(query) else []
         if intents:
             hits = merge(self._tools, hits, intents, k)
-        gated = self._min_evidence is not None and self._gate_closed(query, perms, [h.position for h in hits])
-        return [] if gated else hits
+        return [] if self._gate_closed(query, perms, lambda: [h.position for h in hits]) else hits
 
     def select(
         self,
@@ -459,9 +458,7 @@ class Index:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:
             packed = self._pack(self._ranked(query, perms, scope, intents), perms, tokens, cap, scope)
-        if self._min_evidence is not None and self._gate_closed(
-            query, perms, [p for p in packed[0] if not self._core.is_core(p)]
-        ):
+        if self._gate_closed(query, perms, lambda: [p for p in packed[0] if not self._core.is_core(p)]):
             packed = self._lexical.select("", perms, tokens, cap, scope)  # the core tools only
         return Selection(self, packed, budget_tokens)
 
@@ -561,11 +558,13 @@ class Index:
         """The intents' own rankings when ``intents`` is on and the request has two or more."""
         return rank_intents(self._lexical, query, perms, depth, scope) if self._intents else []
 
-    def _gate_closed(self, query: str | Query, perms: Perms, positions: list[int]) -> bool:
-        """True when the relevance gate is on and none of ``positions`` reaches its floor."""
-        if self._min_evidence is None or not positions:
+    def _gate_closed(self, query: str | Query, perms: Perms, positions: Callable[[], list[int]]) -> bool:
+        """True when the relevance gate is on and none of the ranked ``positions()`` reaches its
+        floor (they are listed only when the gate is on: a request pays nothing for it off)."""
+        if self._min_evidence is None:
             return False
-        return max(self._lexical.evidence(query_parts(query), perms, positions)) < self._min_evidence
+        ranked = positions()
+        return bool(ranked) and max(self._lexical.evidence(query_parts(query), perms, ranked)) < self._min_evidence
 
     def _batchable(self, queries: Sequence[str | Query]) -> bool:
         """True when one call into the core answers the batch as :meth:`search` and
