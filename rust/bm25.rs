@@ -4,8 +4,8 @@
 //! A tool's text comes in fields (name, description, parameters, examples, search-only text); field
 //! `f` has a weight `w_f` and a length normalisation `b_f`. With `tf_f(t, d)` the frequency of term
 //! `t` in field `f` of tool `d`, `|d_f|` that field's length and `avg_f` its mean over the tools
-//! whose field `f` is not empty (Lucene's `docCount`), the pseudo-frequency and the score of a tool for a query `q` over a catalog of `N` tools, `df(t)`
-//! of which contain `t`, are
+//! whose field `f` is not empty (Lucene's `docCount`), the pseudo-frequency and the score of a
+//! tool for a query `q` over a catalog of `N` tools, `df(t)` of which contain `t`, are
 //!
 //! ```text
 //! tf~(t, d)  = Σ_f  w_f · tf_f(t, d) / (1 − b_f + b_f · |d_f| / avg_f)

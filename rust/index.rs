@@ -596,8 +596,8 @@ pub(crate) mod tests {
     #[test]
     fn a_field_few_tools_fill_is_normalised_by_the_tools_that_fill_it() {
         // two of ten tools have a description, both four words long: each is of average length
-        // for that field, so its pseudo-frequency is the weight itself (norm 1), not the 5× penalty
-        // a mean over all ten tools (0.8 words) would give
+        // for that field, so its pseudo-frequency is the weight itself (norm 1), not the quarter
+        // a mean over all ten tools (0.8 words) would leave (norm 1 - 0.75 + 0.75 · 5 = 4)
         let names = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"];
         let idx = two_field_index(names.iter().enumerate().map(|(i, &n)| {
             let desc = match i {

@@ -18,7 +18,7 @@ use crate::vocab::Vocab;
 /// First bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"TSIFTIDX";
 /// Version of the layout this build writes and reads.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 const HEADER: usize = 8 + 4 + 8 + 4;
 
 fn bad(reason: impl Into<String>) -> Error {

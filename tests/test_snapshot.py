@@ -100,6 +100,18 @@ def test_truncated_corrupted_foreign_and_future_files_are_refused(support: ts.In
     assert answers(support) == answers(ts.Index.load(path))  # the index in memory is untouched
 
 
+def test_a_file_of_an_earlier_format_is_refused_with_a_note_to_rebuild_it(support: ts.Index, tmp_path: Path) -> None:
+    # format 3 files hold impacts scored with the old mean field length: loading one would rank
+    # differently from the same catalog built today (and from its own per-caller rebuilds)
+    path = tmp_path / "old.tsidx"
+    support.save(path)
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, len(snapshot.MAGIC), snapshot.FORMAT - 1)
+    path.write_bytes(bytes(data))
+    with pytest.raises(SnapshotError, match=f"format {snapshot.FORMAT - 1}.*rebuild"):
+        ts.Index.load(path)
+
+
 def test_the_core_refuses_damaged_snapshots_with_a_typed_error(support: ts.Index) -> None:
     good = support._core.to_bytes()
     for data in (b"", b"TSIFTIDX", good[:-1], good[:20] + bytes([good[20] ^ 1]) + good[21:]):

@@ -61,7 +61,7 @@ def fuse_arrays(
 
 def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
     """One ranking from a lexical and a dense one: ``alpha · z_lexical + (1 - alpha) · z_dense``,
-    a tool missing from a side at that side's lowest z-score."""
+    a tool missing from a side at that side's lowest z-score. Each side lists a tool once."""
     sides = [(np.array([p for p, _ in r], np.int64), np.array([s for _, s in r], np.float64)) for r in (lexical, dense)]
     positions, scores = fuse_arrays(sides[0], sides[1], alpha)
     return list(zip(positions.tolist(), scores.tolist(), strict=True))

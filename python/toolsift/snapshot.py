@@ -36,7 +36,7 @@ from .registry import Tool, json_lines
 from .text import FIELDS
 
 MAGIC = b"TOOLSIFT"
-FORMAT = 3
+FORMAT = 4
 _HEAD = struct.Struct("<8sI5QI")
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, ToolSearchTool, default_tool_error_function
+from agents import Agent, FunctionTool, RunContextWrapper, ToolSearchTool
 from agents.tool import Tool as AgentTool
 from agents.tool import ToolErrorFunction
 from agents.tool_context import ToolContext
@@ -51,20 +51,22 @@ __all__ = [
 
 _UNSET: Any = object()
 
-#: What the model may read of a refused call: toolsift's own messages, which say the same for a
-#: forbidden tool as for a missing one and name only the tool and the argument at fault.
-MODEL_READABLE = (UnknownToolError, InvalidParameterError, MissingHandlerError)
+# what the model may read of a failed call: toolsift's own messages, which say the same for a
+# forbidden tool as for a missing one and name only the tool and the argument at fault
+_MODEL_READABLE = (UnknownToolError, InvalidParameterError, MissingHandlerError)
+_FAILED = "An error occurred while running the tool. Please try again."
 
 
 def tool_error_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
     """The text the model sees for a failed call: toolsift's message for an unknown or refused
     tool, bad arguments or a tool without a handler (so the model does not retry a call that
-    cannot succeed), and the SDK's fixed message (``agents.default_tool_error_function``) for
-    anything else, such as a handler's own exception, whose text may hold what the model must
-    not see."""
-    if isinstance(error, MODEL_READABLE):
+    cannot succeed), and a fixed message for anything else, such as a handler's own exception,
+    whose text may hold what the model must not see (what openai-agents' own default says from
+    0.24 on; earlier versions appended the exception's text). A handler or hook that raises one
+    of toolsift's three types itself has its message shown too."""
+    if isinstance(error, _MODEL_READABLE):
         return f"Error: {error}"
-    return str(default_tool_error_function(ctx, error))
+    return _FAILED
 
 
 def function_tool(
