@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import anyio.abc
-import mcp_types as types
 
 from ..errors import ToolsiftError
 from ..index import Index
@@ -42,28 +42,41 @@ from .versions import digest as tool_digest
 log = logging.getLogger("toolsift.gateway")
 
 
+def _tables(version: Version) -> tuple[dict[str, Entry], dict[str, Entry]]:
+    """The tool table and held changes of ``version``, for a replica that becomes the lister to
+    take over."""
+    table = {}
+    for name, server, upstream, digest, hidden, cut in version.table:
+        entry = version.entries.get(name)
+        tool = entry.tool if entry is not None else Tool(name, "")
+        table[name] = _entry(server, upstream, tool, digest, hidden, cut, placeholder=entry is None)
+    # changes held in that version stay held here, known by their new digest until this
+    # replica's own listing of the server brings the definition (never in service before)
+    held = {
+        name: _entry(table[name].server, table[name].upstream_name, Tool(name, ""), new, placeholder=True)
+        for name, (_, new) in version.held.items()
+        if name in table
+    }
+    return table, held
+
+
 class Replicated(Protocol):
     """What replication reads and changes of its gateway (:class:`~toolsift.gateway.server.Gateway`
-    is one): the version in service and the tool table it was made from, with the lock that
-    guards them. Named here so that this module does not import the server, which imports it."""
+    is one): the version in service, and the tool table behind it only through methods that take
+    the table's lock themselves. Named here so that this module does not import the server,
+    which imports it."""
 
     config: GatewayConfig
     upstreams: dict[str, Upstream]
     version: Version
     log: Any  # server.EventLog
     telemetry: Telemetry
-    _table: dict[str, Entry]
-    _held: dict[str, Entry]
-    _seen: set[str]
-    _listed: dict[str, list[types.Tool]]
-    _table_version: int
-    _lock: anyio.Lock
-    _task_group: anyio.abc.TaskGroup | None
 
-    async def _apply(self, server: str, tools: list[types.Tool]) -> None: ...
-    async def _swap(self) -> None: ...
-    async def _notify(self) -> None: ...
-    async def _prepare(self, version: Version) -> None: ...
+    def holds_changes(self) -> bool: ...
+    async def take_over(self, tables: Callable[[Version], tuple[dict[str, Entry], dict[str, Entry]]]) -> None: ...
+    def renumber(self, number: int) -> None: ...
+    async def put_in_service(self, names: Iterable[str], digests: Mapping[str, str] | None = None) -> list[str]: ...
+    async def announce(self, version: Version) -> None: ...
 
 
 class Replication:
@@ -130,7 +143,7 @@ class Replication:
         if cluster.leading:
             if stored < gateway.version.number and self._payload is not None:
                 await self._republish()
-            if gateway._held:
+            if gateway.holds_changes():
                 await self._apply_acks()
         elif stored > gateway.version.number and stored != self._refused_version:
             await self._load()
@@ -142,31 +155,9 @@ class Replication:
         stored = await self.cluster.stored_version()
         if stored is not None and stored > gateway.version.number:
             await self._load()
-        async with gateway._lock:
-            if gateway.version.number > gateway._table_version:  # versions of another lister
-                self._take_over()
-        for server, tools in list(gateway._listed.items()):
-            await gateway._apply(server, tools)
-        if gateway._held:
+        await gateway.take_over(_tables)  # when it serves versions of another lister
+        if gateway.holds_changes():
             await self._apply_acks()
-
-    def _take_over(self) -> None:
-        """The tool table of the version in service, as this replica's own."""
-        gateway, version = self.gateway, self.gateway.version
-        table = {}
-        for name, server, upstream, digest, hidden, cut in version.table:
-            entry = version.entries.get(name)
-            tool = entry.tool if entry is not None else Tool(name, "")
-            table[name] = _entry(server, upstream, tool, digest, hidden, cut, placeholder=entry is None)
-        # changes held in that version stay held here, known by their new digest until this
-        # replica's own listing of the server brings the definition (never in service before)
-        held = {
-            name: _entry(table[name].server, table[name].upstream_name, Tool(name, ""), new, placeholder=True)
-            for name, (_, new) in version.held.items()
-            if name in table
-        }
-        gateway._table, gateway._held, gateway._seen = table, held, set()
-        gateway._table_version = version.number
 
     # -- the lister ----------------------------------------------------------------------------
     async def publish(self, index: Index, table: tuple[Row, ...], held: dict[str, tuple[str, str]]) -> int | None:
@@ -185,20 +176,11 @@ class Replication:
         number = await self.cluster.publish(self.gateway.version.number, *self._payload)
         if number is not None:
             log.warning("cluster: Redis had no current version; stored version %d again", number)
-            self.gateway.version.number = number
-            self.gateway._table_version = number
+            self.gateway.renumber(number)
 
     async def _apply_acks(self) -> list[str]:
-        gateway = self.gateway
         accepted = await self.cluster.accepted()
-        async with gateway._lock:
-            done = [n for n, e in gateway._held.items() if accepted.get(n) == e.digest]
-            for n in done:
-                gateway._table[n] = gateway._held.pop(n)
-                gateway.log.write("schema_acknowledged", tool=n, digest=gateway._table[n].digest)
-            if done:
-                await gateway._swap()
-        return done
+        return await self.gateway.put_in_service(list(accepted), accepted)
 
     async def acknowledge(self, names: list[str]) -> list[str]:
         """Stores the acceptance of each held change named (its new digest) for the lister."""
@@ -234,9 +216,7 @@ class Replication:
         gateway.telemetry.reindexed(version.number, len(entries), len(held), "loaded", time.perf_counter() - started)
         self.loaded += 1
         gateway.log.write("version_loaded", version=version.number, tools=len(entries))
-        await gateway._notify()
-        if gateway._task_group is not None:
-            gateway._task_group.start_soon(gateway._prepare, version)
+        await gateway.announce(version)
 
     def _decode(
         self, number: int, manifest: bytes, snapshot: bytes

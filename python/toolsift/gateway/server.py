@@ -21,7 +21,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -337,9 +337,34 @@ class Gateway:
         self.telemetry.reindexed(number, len(live), len(held), "listed", time.perf_counter() - started)
         self._table_version = number
         self.version = version = Version(number, live, index, held=held, table=table, learned=learned)
+        await self.announce(version)
+
+    async def announce(self, version: Version) -> None:
+        """Tells the clients that ``version``, now in service, changed the tools, and builds its
+        listings (when serving: a bare :meth:`apply` builds them on demand)."""
         await self._notify()
-        if self._task_group is not None:  # serving (run); a bare apply() builds listings on demand
+        if self._task_group is not None:
             self._task_group.start_soon(self._prepare, version)
+
+    # -- the tool table, as replication sees it ------------------------------------------------
+    def holds_changes(self) -> bool:
+        """True while a schema change waits for acknowledgement."""
+        return bool(self._held)
+
+    async def take_over(self, tables: Callable[[Version], tuple[dict[str, Entry], dict[str, Entry]]]) -> None:
+        """Makes ``tables(version)`` (the tool table and held changes of the version in service)
+        this gateway's own when that version is newer than its table (versions another lister
+        made), then applies the latest listing of every server: a replica becoming the lister."""
+        async with self._lock:
+            if self.version.number > self._table_version:
+                self._table, self._held = tables(self.version)
+                self._seen, self._table_version = set(), self.version.number
+        for server, tools in list(self._listed.items()):
+            await self._apply(server, tools)
+
+    def renumber(self, number: int) -> None:
+        """The version in service, and the table it was made from, are stored as ``number``."""
+        self.version.number = self._table_version = number
 
     def permission_sets(self) -> list[Permissions]:
         """The distinct permission sets of the configured callers (or of the anonymous caller)."""
@@ -382,8 +407,13 @@ class Gateway:
         :class:`~toolsift.errors.StoreUnavailableError` when Redis cannot be reached."""
         if self.replication is not None:
             return await self.replication.acknowledge(names)
+        return await self.put_in_service(names)
+
+    async def put_in_service(self, names: Iterable[str], digests: Mapping[str, str] | None = None) -> list[str]:
+        """Puts the held changes of ``names`` into service (those whose new digest is the one in
+        ``digests``, when given), with a new version if any was held; the names put."""
         async with self._lock:
-            done = [n for n in names if n in self._held]
+            done = [n for n in names if n in self._held and (digests is None or digests.get(n) == self._held[n].digest)]
             for n in done:
                 self._table[n] = self._held.pop(n)
                 self.log.write("schema_acknowledged", tool=n, digest=self._table[n].digest)
