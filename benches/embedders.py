@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 import toolsift as ts
-from toolsift.dense import Embedder, default_embedder, unit_rows
+from toolsift.dense import Embedder, default_embedder, query_embedding, unit_rows
 from toolsift.eval import evaluate
 from toolsift.eval.datasets import Dataset, LabelledQuery, load_bfcl
 from toolsift.eval.systems import System, toolsift_system
@@ -42,12 +42,16 @@ class Prefilled:
         self.embedded += len(texts)
         return self.inner.embed(texts)
 
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        self.embedded += len(texts)
+        return query_embedding(self.inner)(texts)
+
 
 def embedders(threads: int, skip: set[str]) -> dict[str, Callable[[], Embedder]]:
     makers: dict[str, Callable[[], Embedder]] = {
         "MiniLM numpy": lambda: default_embedder("numpy"),
         "MiniLM onnx fp32": lambda: default_embedder("quality", threads=threads),
-        "MiniLM onnx int8": lambda: default_embedder("int8", threads=threads),
+        "MiniLM onnx int8 queries": lambda: default_embedder("int8", threads=threads),
         "wordllama static": StaticEmbedder.from_wordllama,
     }
     return {k: v for k, v in makers.items() if not any(s in k for s in skip)}

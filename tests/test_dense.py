@@ -272,6 +272,32 @@ def test_a_conversation_embeds_each_message_once_and_ranks_as_a_cold_index_does(
     assert embedder.texts == ["buy a gift", "email the receipt", "buy a gift"]
 
 
+def test_an_embedder_with_embed_query_embeds_queries_with_it_and_tools_with_embed() -> None:
+    class Asymmetric(ConceptEmbedder):
+        """Queries get their own model, as an int8 query session or an instruction-prefixed
+        retrieval model does: here, "cash" means the weather only when it is a query."""
+
+        def __init__(self) -> None:
+            self.embedded: list[str] = []
+            self.queried: list[str] = []
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.embedded += texts
+            return super().embed(texts)
+
+        def embed_query(self, texts: list[str]) -> np.ndarray:
+            self.queried += texts
+            return super().embed([t.replace("cash", "forecast") for t in texts])
+
+    embedder = Asymmetric()
+    index = ts.Index(TOOLS, embedder=embedder, alpha=0.0)  # type: ignore[arg-type]
+    assert len(embedder.embedded) == len(TOOLS) and not embedder.queried
+    assert index.search("cash", k=1)[0].tool.name == "get_forecast"
+    assert embedder.queried == ["cash"] and len(embedder.embedded) == len(TOOLS)
+    plain = ts.Index(TOOLS, embedder=ConceptEmbedder(), alpha=0.0)  # type: ignore[arg-type]
+    assert plain.search("cash", k=1, caller=["billing"])[0].tool.name == "issue_refund"
+
+
 def test_the_query_cache_is_kept_per_caller() -> None:
     """A cached text answers in microseconds, an embedded one in milliseconds: one caller must
     not learn from the time taken whether another asked the same."""

@@ -60,12 +60,17 @@ def test_onnx_minilm_is_deterministic_and_independent_of_its_batch(quality: ts.E
 
 @needs_minilm
 @needs_onnx
-def test_int8_minilm_stays_close_to_the_float_model_and_ignores_its_batch(reference: np.ndarray) -> None:
+def test_int8_minilm_embeds_tools_in_float32_and_queries_close_to_them(
+    quality: ts.Embedder, reference: np.ndarray
+) -> None:
     model = default_embedder("int8")
-    v = model.embed(TEXTS)
+    assert np.array_equal(model.embed(TEXTS), quality.embed(TEXTS))  # the tools' vectors are the same
+    v = model.embed_query(TEXTS)  # type: ignore[attr-defined]
     assert v.shape == reference.shape and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
-    assert ((v * reference).sum(axis=1) > 0.9).all()
-    assert np.array_equal(v[:2], model.embed(TEXTS[:2]))  # a text's vector does not depend on the others
+    assert not np.array_equal(v, reference)  # int8, not the float32 session
+    cosine = (v * reference).sum(axis=1)  # one weight scale per column keeps them close (one per
+    assert cosine.mean() > 0.985 and cosine.min() > 0.97  # matrix: mean 0.95, min 0.92 here)
+    assert np.array_equal(v[:2], model.embed_query(TEXTS[:2]))  # a text's vector does not depend on the others
 
 
 @needs_minilm

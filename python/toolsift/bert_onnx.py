@@ -5,9 +5,10 @@ same ``model.safetensors`` with the ``onnx`` package's helper API: the operation
 :class:`toolsift.minilm.MiniLM`, step for step (embeddings, ``num_hidden_layers`` blocks of
 attention and an erf GELU feed-forward, mean pooling over the attention mask, L2 normalisation),
 so both produce the same vectors to float32 rounding. :class:`OnnxMiniLM` tokenizes, groups texts
-of similar token length into batches (little padding) and runs the session; ``quantize=True``
-stores the matrix weights as int8 (onnxruntime's dynamic quantisation) for a smaller, faster and
-slightly different model.
+of similar token length into batches (little padding) and runs the session; with
+``int8_queries=True`` its :meth:`~OnnxMiniLM.embed_query` runs a second session whose matrix
+weights are int8 (onnxruntime's dynamic quantisation, one scale per output column), about 0.7
+times the time of a query in float32, while the tools' vectors stay float32.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def bert_graph(weights: dict[str, Array], config: dict[str, Any]) -> Any:
     return model
 
 
-def _session(model: Any, threads: int, quantize: bool) -> Any:
+def _session(data: bytes, threads: int) -> Any:
     """An onnxruntime session whose threads sleep instead of spinning between operations: on a
     busy 2-core machine, spinning threads made a query 5-10 times slower (``benches/RESULTS.md``)."""
     import onnxruntime as ort
@@ -140,16 +141,20 @@ def _session(model: Any, threads: int, quantize: bool) -> Any:
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
-    data = model.SerializeToString()
-    if quantize:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        with tempfile.TemporaryDirectory() as tmp:
-            src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
-            src.write_bytes(data)
-            quantize_dynamic(src, dst, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
-            data = dst.read_bytes()
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def _int8(data: bytes) -> bytes:
+    """The model with int8 weights in its matrix products, one scale per output column: query
+    vectors at cosine 0.994 on average to float32 on BFCL, against 0.968 with one scale per
+    matrix (``benches/RESULTS.md``)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        src.write_bytes(data)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"], per_channel=True)
+        return dst.read_bytes()
 
 
 class OnnxMiniLM:
@@ -159,9 +164,10 @@ class OnnxMiniLM:
         folder: Path holding ``config.json``, ``model.safetensors`` and ``tokenizer.json``.
         max_tokens: Inputs are truncated to this many word pieces.
         batch_tokens: A batch holds at most this many tokens, padding included (texts of similar
-            length go together); with ``quantize``, every text runs alone.
+            length go together).
         threads: onnxruntime's threads (0: one per core).
-        quantize: int8 weights for the matrix products (dynamic quantisation).
+        int8_queries: :meth:`embed_query` runs int8 matrix weights (dynamic quantisation), each
+            text alone; :meth:`embed`, which embeds the tools, stays float32.
     """
 
     def __init__(
@@ -171,7 +177,7 @@ class OnnxMiniLM:
         max_tokens: int = 256,
         batch_tokens: int = 2048,
         threads: int = 0,
-        quantize: bool = False,
+        int8_queries: bool = False,
     ) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -183,11 +189,14 @@ class OnnxMiniLM:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.no_padding()
-        # int8 activations are scaled per batch, so a text's vector would depend on its neighbours
-        # (cosine down to 0.98 on BFCL): quantised, each text runs alone (1.7x the catalog's time)
-        self.batch_tokens = 1 if quantize else batch_tokens
-        self.session = _session(bert_graph(weights, self.config), threads or os.cpu_count() or 1, quantize)
-        self.name = folder.name + (" int8" if quantize else "")
+        self.batch_tokens = batch_tokens
+        data = bert_graph(weights, self.config).SerializeToString()
+        threads = threads or os.cpu_count() or 1
+        self.session = _session(data, threads)
+        # int8 activations are scaled per run, so a batched text's vector would depend on its
+        # neighbours (cosine down to 0.98 on BFCL): each query runs alone
+        self.query_session = _session(_int8(data), threads) if int8_queries else self.session
+        self.name = folder.name + (" int8 queries" if int8_queries else "")
 
     @property
     def dim(self) -> int:
@@ -195,17 +204,24 @@ class OnnxMiniLM:
         return int(self.config["hidden_size"])
 
     def embed(self, texts: list[str]) -> Array:
-        """Unit-length embeddings, one row per text, float32."""
+        """Unit-length embeddings, one row per text, float32 (batched by token count)."""
+        return self._run(self.session, texts, self.batch_tokens)
+
+    def embed_query(self, texts: list[str]) -> Array:
+        """As :meth:`embed`, each text alone, through the int8 session when there is one."""
+        return self._run(self.query_session, texts, 1 if self.query_session is not self.session else self.batch_tokens)
+
+    def _run(self, session: Any, texts: list[str], batch_tokens: int) -> Array:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         encoded = [e.ids for e in self.tokenizer.encode_batch(texts)] if texts else []
-        for batch in _batches(encoded, self.batch_tokens):
+        for batch in _batches(encoded, batch_tokens):
             longest = max(len(encoded[i]) for i in batch)
             ids = np.zeros((len(batch), longest), dtype=np.int64)
             mask = np.zeros_like(ids)
             for row, i in enumerate(batch):
                 ids[row, : len(encoded[i])], mask[row, : len(encoded[i])] = encoded[i], 1
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            out[batch] = self.session.run(["embedding"], feeds)[0]
+            out[batch] = session.run(["embedding"], feeds)[0]
         return out
 
 

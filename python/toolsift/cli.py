@@ -437,7 +437,11 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--gateway-log", metavar="FILE", help="a gateway's JSONL log: searches labelled by the calls after")
     systems = ("toolsift", "bm25s", "rank_bm25", "dense", "hybrid")
     e.add_argument(
-        "--systems", nargs="+", default=list(systems), choices=systems, help="dense, hybrid: need the dense extra"
+        "--systems",
+        nargs="+",
+        default=list(systems),
+        choices=(*systems, "hybrid-int8"),
+        help="dense, hybrid, hybrid-int8 (queries through int8 weights, not run by default): need the dense extra",
     )
     e.add_argument(
         "--budget-tokens", type=int, default=2000, help="token budget for the selection figures (default 2000)"

@@ -32,9 +32,18 @@ MODEL_FOLDER = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Anything with ``embed(texts) -> float32 array of shape (len(texts), dim)``."""
+    """Anything with ``embed(texts) -> float32 array of shape (len(texts), dim)``.
+
+    An embedder may also have ``embed_query(texts)`` (same shape, same space), which the hybrid
+    index then uses for query texts, and ``embed`` for the tools (:func:`query_embedding`)."""
 
     def embed(self, texts: list[str]) -> Vectors: ...
+
+
+def query_embedding(embedder: Embedder) -> Callable[[list[str]], Vectors]:
+    """The embedder's ``embed_query`` when it has one, else its ``embed``."""
+    method = getattr(embedder, "embed_query", None)
+    return method if callable(method) else embedder.embed
 
 
 KINDS = ("quality", "int8", "numpy")
@@ -58,8 +67,9 @@ def default_embedder(kind: str = "quality", *, threads: int = 0) -> Embedder:
 
     Args:
         kind: ``"quality"``: run with onnxruntime in float32, the same vectors as the numpy run
-            to float rounding (same rankings); ``"int8"``: int8 matrix weights, faster, slightly
-            different rankings (``benches/RESULTS.md``); ``"numpy"``: numpy alone, the reference.
+            to float rounding (same rankings); ``"int8"``: the same tool vectors, and each query
+            through int8 matrix weights, about 0.7 times the time a query, slightly different
+            rankings (``benches/RESULTS.md``); ``"numpy"``: numpy alone, the reference.
         threads: onnxruntime's threads (0: one per core).
 
     For a faster, weaker model see :class:`toolsift.static.StaticEmbedder`.
@@ -81,7 +91,7 @@ def default_embedder(kind: str = "quality", *, threads: int = 0) -> Embedder:
         ) from None
     from .bert_onnx import OnnxMiniLM
 
-    return OnnxMiniLM(folder, threads=threads, quantize=kind == "int8")
+    return OnnxMiniLM(folder, threads=threads, int8_queries=kind == "int8")
 
 
 class SentenceTransformerEmbedder:

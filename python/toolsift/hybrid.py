@@ -15,7 +15,7 @@ import numpy as np
 
 from .arguments import count, number
 from .callers import Perms
-from .dense import DenseIndex, Embedder, embed_tools, unit_rows
+from .dense import DenseIndex, Embedder, embed_tools, query_embedding, unit_rows
 from .errors import InvalidParameterError
 from .fusion import Reranker, fuse_arrays
 from .lexical import Lexical
@@ -79,7 +79,7 @@ class Hybrid:
                 return found
         if self.embedder is None:
             raise InvalidParameterError("this index has no embedder")
-        rows = unit_rows(self.embedder.embed([text]), "embedder output")
+        rows = unit_rows(query_embedding(self.embedder)([text]), "embedder output")
         if rows.shape[0] != 1:
             raise InvalidParameterError(f"embedder output: {rows.shape[0]} rows for one query text")
         vector: np.ndarray = rows[0]

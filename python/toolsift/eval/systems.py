@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dense import DenseIndex, Embedder, default_embedder, embed_tools
+from ..dense import DenseIndex, Embedder, default_embedder, embed_tools, query_embedding
 from ..errors import ToolsiftError
 from ..index import Index
 from ..text import dense_text, schema_text
@@ -134,9 +134,29 @@ def hybrid_system(dataset: Dataset) -> System | None:
     return system
 
 
+class _QueriesThrough:
+    """Tool texts through ``tools`` (the shared float32 cache), query texts through ``queries``."""
+
+    def __init__(self, tools: Embedder, queries: Embedder) -> None:
+        self.embed, self.embed_query = tools.embed, query_embedding(queries)
+
+
+def hybrid_int8_system(dataset: Dataset) -> System | None:
+    """The hybrid with ``default_embedder("int8")``: the same float32 tool vectors, each query
+    embedded through int8 weights on every request (no cache), so its latency holds the query's
+    embedding."""
+    tools = _shared_embedder()
+    if tools is None:
+        return None
+    system = toolsift_system(dataset, embedder=_QueriesThrough(tools, default_embedder("int8")))
+    system.name = "toolsift hybrid int8"
+    return system
+
+
 BASELINES: dict[str, Callable[[Dataset], System | None]] = {
     "bm25s": bm25s_system,
     "rank_bm25": rank_bm25_system,
     "dense": dense_system,
     "hybrid": hybrid_system,
+    "hybrid-int8": hybrid_int8_system,
 }
