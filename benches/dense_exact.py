@@ -1,13 +1,18 @@
-"""The exact dense search's product, numpy's BLAS against the core's loop, inside hybrid requests.
+"""Hybrid requests on BFCL, two ways of one step side by side in one process.
 
-Each BFCL request is searched twice by one hybrid index (MiniLM onnx fp32, tool vectors computed
-once, the query cache off so that every search embeds its query), once with the exact product
-done by numpy (``vectors @ q``, which wakes its BLAS threads) and once by
-``toolsift._core.dot_rows`` (the calling thread only), in alternating blocks of ``--block``
-requests (the BLAS threads disturb the request after theirs, so the two must not alternate
-request by request). Prints the p50 of each and the ratio; the rankings must be the same.
+``--compare product`` (the default): the exact dense search's product, numpy's BLAS (``vectors
+@ q``, which wakes its BLAS threads) against ``toolsift._core.dot_rows`` (the calling thread
+only), in one hybrid index (MiniLM onnx fp32). ``--compare query``: the query embedded by the
+float32 session (``default_embedder()``) against the int8 one (``default_embedder("int8")``),
+two indexes over the same tool vectors (both kinds embed tools alike, in float32); the encoder
+alone is timed too.
 
-    python benches/dense_exact.py [--requests 600] [--block 50]
+Tool vectors are computed once and the query cache is off, so that every search embeds its
+query. The two sides run in alternating blocks of ``--block`` requests (the BLAS or onnxruntime
+threads of one disturb the request after theirs, so they must not alternate request by
+request). Prints the p50 of each, the ratio and how many requests get the same top 10.
+
+    python benches/dense_exact.py [--compare product|query] [--requests 600] [--block 50]
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 from embedders import Prefilled  # benches/ is on the path when a script there runs
 
@@ -24,37 +30,69 @@ import toolsift.hybrid
 from toolsift.eval.datasets import load_bfcl
 from toolsift.text import dense_text
 
+Side = tuple[Callable[[], None], ts.Index, ts.Embedder]
+"""What a block of one side sets up first, the index it searches, the embedder of its queries."""
+
+
+def sides(compare: str, catalog: ts.Catalog) -> dict[str, Side]:
+    texts = [dense_text(t) for t in catalog]
+    kinds = ("quality", "int8") if compare == "query" else ("quality",)
+    embedders = {k: ts.default_embedder(k) for k in kinds}
+    vectors = embedders["quality"].embed(texts)
+    indexes = {k: ts.Index(catalog, embedder=Prefilled(e, texts, vectors)) for k, e in embedders.items()}
+    if compare == "query":
+        return {k: (lambda: None, indexes[k], embedders[k]) for k in kinds}
+    core = toolsift.dense.dot_rows
+
+    def use(product: Callable[..., object]) -> Callable[[], None]:
+        return lambda: setattr(toolsift.dense, "dot_rows", product)
+
+    return {
+        "numpy (BLAS)": (use(lambda m, q: m @ q), indexes["quality"], embedders["quality"]),
+        "core loop": (use(core), indexes["quality"], embedders["quality"]),
+    }
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compare", choices=("product", "query"), default="product")
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--block", type=int, default=50)
     args = parser.parse_args()
     data = load_bfcl()
-    embedder = ts.default_embedder()
-    texts = [dense_text(t) for t in data.catalog]
     toolsift.hybrid.QUERY_CACHE = 0
-    index = ts.Index(data.catalog, embedder=Prefilled(embedder, texts, embedder.embed(texts)))
     core = toolsift.dense.dot_rows
-    products = {"numpy": lambda m, q: m @ q, "core": core}
-    times: dict[str, list[float]] = {name: [] for name in products}
-    found: dict[str, list[list[str]]] = {name: [] for name in products}
+    runs = sides(args.compare, data.catalog)
+    request: dict[str, list[float]] = {name: [] for name in runs}
+    encoder: dict[str, list[float]] = {name: [] for name in runs}
+    found: dict[str, list[list[str]]] = {name: [] for name in runs}
     queries = [q.text for q in data.queries][: args.requests]
     for start in range(0, len(queries), args.block):
-        block = queries[start : start + args.block]
-        order = list(products) if start // args.block % 2 == 0 else list(reversed(products))
-        for name in order:
-            toolsift.dense.dot_rows = products[name]
-            for query in block:
+        for name in list(runs) if start // args.block % 2 == 0 else list(reversed(runs)):
+            setup, index, embedder = runs[name]
+            setup()
+            embed = toolsift.dense.query_embedding(embedder)
+            for query in queries[start : start + args.block]:
                 started = time.perf_counter()
                 found[name].append([h.tool.name for h in index.search(query, k=10)])
-                times[name].append(time.perf_counter() - started)
-    same = sum(a == b for a, b in zip(found["numpy"], found["core"], strict=True))
+                request[name].append(time.perf_counter() - started)
+                if args.compare == "query":
+                    started = time.perf_counter()
+                    embed([query])
+                    encoder[name].append(time.perf_counter() - started)
     toolsift.dense.dot_rows = core
-    a, b = (statistics.median(times[n]) * 1e3 for n in ("numpy", "core"))
-    print(f"{len(queries)} BFCL requests, hybrid search (k=10), MiniLM onnx fp32, {len(data.catalog):,} tools exact")
-    print(f"| product | request p50 ms |\n|---|---|\n| numpy (BLAS) | {a:.2f} |\n| core loop | {b:.2f} |")
-    print(f"core / numpy: {b / a:.2f}; same top 10: {same}/{len(queries)}")
+    first, second = runs
+    same = sum(a == b for a, b in zip(found[first], found[second], strict=True))
+
+    def ms(values: list[float], q: int = 50) -> str:
+        return f"{statistics.quantiles(values, n=100)[q - 1] * 1e3:.2f}" if values else "—"
+
+    print(f"{len(queries)} BFCL requests, hybrid search (k=10), MiniLM onnx, {len(data.catalog):,} tools exact\n")
+    print(f"| {args.compare} | request p50 ms | request p90 ms | encoder alone p50 ms |\n|---|---|---|---|")
+    for name in runs:
+        print(f"| {name} | {ms(request[name])} | {ms(request[name], 90)} | {ms(encoder[name])} |")
+    ratio = statistics.median(request[second]) / statistics.median(request[first])
+    print(f"\n{second} / {first} request p50: {ratio:.2f}; same top 10: {same}/{len(queries)}")
 
 
 if __name__ == "__main__":
