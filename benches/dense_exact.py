@@ -11,8 +11,10 @@ Tool vectors are computed once and the query cache is off, so that every search 
 query. The two sides run in alternating blocks of ``--block`` requests (the BLAS or onnxruntime
 threads of one disturb the request after theirs, so they must not alternate request by
 request). Prints the p50 of each, the ratio and how many requests get the same top 10.
+``--every N`` takes every N-th BFCL request (every category, long live requests included)
+instead of the first ones (the dataset begins with short simple_python requests).
 
-    python benches/dense_exact.py [--compare product|query] [--requests 600] [--block 50]
+    python benches/dense_exact.py [--compare product|query] [--requests 600] [--every 1] [--block 50]
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", choices=("product", "query"), default="product")
     parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--every", type=int, default=1, help="every N-th BFCL request")
     parser.add_argument("--block", type=int, default=50)
     args = parser.parse_args()
     data = load_bfcl()
@@ -66,7 +69,7 @@ def main() -> None:
     request: dict[str, list[float]] = {name: [] for name in runs}
     encoder: dict[str, list[float]] = {name: [] for name in runs}
     found: dict[str, list[list[str]]] = {name: [] for name in runs}
-    queries = [q.text for q in data.queries][: args.requests]
+    queries = [q.text for q in data.queries][:: args.every][: args.requests]
     for start in range(0, len(queries), args.block):
         for name in list(runs) if start // args.block % 2 == 0 else list(reversed(runs)):
             setup, index, embedder = runs[name]
