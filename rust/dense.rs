@@ -23,6 +23,40 @@ pub fn dot_rows(matrix: &[f32], query: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+/// The `k` best of `scores` (one per row) among the rows `allowed` marks (every row without a
+/// mask): `(row numbers, scores)`, highest first, ties by row number; a NaN score ranks
+/// lowest. `allowed`, when given, has one entry per score.
+pub fn best_rows(scores: Vec<f32>, k: usize, allowed: Option<&[bool]>) -> (Vec<u32>, Vec<f32>) {
+    let mut found: Vec<(f32, u32)> = scores
+        .into_iter()
+        .enumerate()
+        .filter(|&(row, _)| allowed.is_none_or(|a| a[row]))
+        .map(|(row, score)| {
+            (
+                if score.is_nan() {
+                    f32::NEG_INFINITY
+                } else {
+                    score
+                },
+                row as u32,
+            )
+        })
+        .collect();
+    let better = |a: &(f32, u32), b: &(f32, u32)| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    };
+    if k == 0 {
+        found.clear();
+    } else if k < found.len() {
+        found.select_nth_unstable_by(k - 1, better);
+        found.truncate(k);
+    }
+    found.sort_unstable_by(better);
+    found.into_iter().map(|(score, row)| (row, score)).unzip()
+}
+
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let (a_body, a_tail) = a.split_at(a.len() - a.len() % LANES);
@@ -54,5 +88,24 @@ mod tests {
             .collect();
         assert_eq!(got, want); // small integers: exact whatever the order
         assert!(dot_rows(&rows, &[]).is_empty());
+    }
+
+    #[test]
+    fn best_rows_keeps_the_best_allowed_rows_ties_by_row() {
+        let scores = || vec![1.0, 3.0, 3.0, 0.0, 3.0, 2.0, f32::NAN];
+        assert_eq!(
+            best_rows(scores(), 3, None),
+            (vec![1, 2, 4], vec![3.0, 3.0, 3.0])
+        );
+        let allowed = [true, false, true, true, false, true, true];
+        assert_eq!(
+            best_rows(scores(), 2, Some(&allowed)),
+            (vec![2, 5], vec![3.0, 2.0])
+        );
+        assert_eq!(
+            best_rows(scores(), 9, Some(&allowed)).0,
+            vec![2, 5, 0, 3, 6]
+        );
+        assert!(best_rows(scores(), 0, None).0.is_empty());
     }
 }

@@ -12,6 +12,7 @@ pub mod budget;
 pub mod builder;
 pub mod dense;
 pub mod error;
+pub mod fusion;
 pub mod index;
 pub mod permissions;
 pub mod postings;

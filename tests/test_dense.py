@@ -335,6 +335,25 @@ def test_exact_scores_come_from_the_core_and_match_numpy() -> None:
     assert exact.search(vectors[7], 10)[0].tolist() == want.tolist()
 
 
+def test_the_cores_k_best_rows_are_numpys_ties_by_registry_order() -> None:
+    from toolsift import _core
+
+    rng = np.random.default_rng(4)
+    rows = rng.integers(-3, 4, (500, 8)).astype(np.float32)  # small integers: many exact ties
+    for trial in range(40):
+        query = rng.integers(-2, 3, 8).astype(np.float32)
+        allowed = rng.random(500) < rng.uniform(0.05, 1.0) if trial % 2 else None
+        k = int(rng.integers(1, 60))
+        scores = _core.dot_rows(rows, query)
+        ids = np.arange(500) if allowed is None else np.flatnonzero(allowed)
+        want = ids[np.lexsort((ids, -scores[ids]))][:k]  # score descending, then registry order
+        got_ids, got_scores = _core.top_rows(rows, query, k, allowed)
+        assert got_ids.tolist() == want.tolist()
+        assert got_scores.tolist() == scores[want].tolist()
+    with pytest.raises(InvalidParameterError, match="allowed"):
+        _core.top_rows(rows, query, 3, np.ones(499, dtype=bool))
+
+
 class Noisy:
     """Random (seeded by the text) vectors: their float32 norms are 1 only to within an ulp, so
     normalising them twice would change their bits."""

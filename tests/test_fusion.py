@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
-from toolsift.fusion import fuse, fuse_max, rrf
+from toolsift.errors import InvalidParameterError
+from toolsift.fusion import fuse, fuse_arrays, fuse_max, fuse_numpy, rrf
 
 
 def order(ranking: list[tuple[int, float]]) -> list[int]:
@@ -78,3 +80,33 @@ def test_each_fused_score_is_the_convex_combination_of_the_two_z_scores() -> Non
         assert sorted(p for p, _ in got) == sorted(want)
         assert all(abs(s - want[p]) < 1e-9 for p, s in got)
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+
+
+def test_the_cores_fusion_gives_the_numpy_rules_scores_bit_for_bit() -> None:
+    # the rule hybrid indexes ran in numpy before the core did, on the same inputs
+    # sides of every size numpy sums differently (one by one, eight accumulators, halves), with
+    # ties, flat sides and scores of very different magnitudes
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        sides = []
+        for _ in range(2):
+            n = int(rng.integers(0, 300))
+            positions = rng.choice(400, size=n, replace=False)
+            scale = 10.0 ** int(rng.integers(-4, 6))
+            scores = rng.standard_normal(n) * scale + rng.uniform(-scale, scale)
+            if trial % 7 == 0:
+                scores = np.round(scores)  # ties
+            if trial % 11 == 0:
+                scores[:] = scale  # a flat side
+            sides.append((positions, -np.sort(-scores)))
+        alpha = float(rng.uniform(0, 1))
+        want_positions, want_scores = fuse_numpy(sides[0], sides[1], alpha)
+        got_positions, got_scores = fuse_arrays(sides[0], sides[1], alpha)
+        assert got_positions.tolist() == want_positions.tolist()
+        # + 0.0: numpy may give a flat side's zeros a sign (-0.0), the core never does
+        assert (got_scores + 0.0).tobytes() == (want_scores + 0.0).tobytes()
+
+
+def test_fusion_refuses_sides_whose_positions_and_scores_differ_in_length() -> None:
+    with pytest.raises(InvalidParameterError, match="dense"):
+        fuse_arrays((np.array([1, 2]), np.array([2.0, 1.0])), (np.array([3]), np.array([1.0, 0.5])))

@@ -18,10 +18,12 @@ __all__ = [
     "crc32_each",
     "definition_bytes",
     "dot_rows",
+    "fuse",
     "json_lines",
     "schema_text",
     "stem",
     "tokenize",
+    "top_rows",
 ]
 __version__: str
 DEFAULT_K1: float
@@ -36,6 +38,17 @@ def json_lines(values: list[Any]) -> tuple[bytes, list[int]]: ...
 def crc32(data: bytes, value: int = 0) -> int: ...
 def crc32_each(data: bytes, offsets: list[int]) -> bytes: ...
 def dot_rows(matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+def top_rows(
+    matrix: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    k: int,
+    allowed: npt.NDArray[np.bool_] | None = None,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]: ...
+def fuse(
+    lexical: tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]],
+    dense: tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]],
+    alpha: float,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
 
 # one text of weight 1, or (text, weight) pieces
 _QueryArg = str | list[tuple[str, float]]

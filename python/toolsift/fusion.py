@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from . import _core
 from .query import Query
 from .results import Hit
 
@@ -28,33 +29,40 @@ Reranker = Callable[["Query", list["Hit"]], Sequence["Hit"]]
 DEFAULT_ALPHA = 0.7
 
 
-def _standardised(scores: np.ndarray) -> tuple[np.ndarray, float]:
-    """Each score's z-score within its side, and the lowest (a side whose scores are all equal,
-    or that has one tool, says nothing about order: every z-score is 0)."""
-    if not len(scores):
-        return scores, 0.0
-    spread = float(scores.std())
-    z = (scores - scores.mean()) / spread if spread > 1e-12 * max(1.0, float(np.abs(scores).max())) else scores * 0
-    return z, float(z.min())
-
-
-def _aligned(positions: np.ndarray, z: np.ndarray, low: float, union: np.ndarray) -> np.ndarray:
-    """``z`` laid out over ``union`` (sorted, holding every one of ``positions``), ``low`` where a
-    position is missing."""
-    out = np.full(len(union), low)
-    out[np.searchsorted(union, positions)] = z
-    return out
-
-
 def fuse_arrays(
     lexical: tuple[np.ndarray, np.ndarray], dense: tuple[np.ndarray, np.ndarray], alpha: float = DEFAULT_ALPHA
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fuse` on ``(positions, scores)`` arrays, each side's positions distinct: the fused
-    positions (int64) and scores (float64), best first. The per-request path of a hybrid index."""
+    positions (uint32) and scores (float64), best first. The per-request path of a hybrid index,
+    computed by the core (``rust/fusion.rs``)."""
+    sides = [(np.ascontiguousarray(p, np.uint32), np.ascontiguousarray(s, np.float64)) for p, s in (lexical, dense)]
+    positions, scores = _core.fuse(sides[0], sides[1], float(alpha))
+    return positions, scores
+
+
+def fuse_numpy(
+    lexical: tuple[np.ndarray, np.ndarray], dense: tuple[np.ndarray, np.ndarray], alpha: float = DEFAULT_ALPHA
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fuse_arrays` in numpy, as hybrid indexes ran it before the core did: the reference
+    the core's fusion is tested against (the same scores bit for bit, but a flat side's zeros,
+    which numpy may sign) and timed against (``benches/dense_exact.py --compare steps``)."""
+
+    def standardised(scores: np.ndarray) -> tuple[np.ndarray, float]:
+        if not len(scores):
+            return scores, 0.0
+        spread = float(scores.std())
+        z = (scores - scores.mean()) / spread if spread > 1e-12 * max(1.0, float(np.abs(scores).max())) else scores * 0
+        return z, float(z.min())
+
+    def aligned(positions: np.ndarray, z: np.ndarray, low: float, union: np.ndarray) -> np.ndarray:
+        out = np.full(len(union), low)
+        out[np.searchsorted(union, positions)] = z
+        return out
+
     (pa, sa), (pb, sb) = ((np.asarray(p, np.int64), np.asarray(s, np.float64)) for p, s in (lexical, dense))
-    (za, a_low), (zb, b_low) = _standardised(sa), _standardised(sb)
+    (za, a_low), (zb, b_low) = standardised(sa), standardised(sb)
     union = np.union1d(pa, pb)
-    scores = alpha * _aligned(pa, za, a_low, union) + (1 - alpha) * _aligned(pb, zb, b_low, union)
+    scores = alpha * aligned(pa, za, a_low, union) + (1 - alpha) * aligned(pb, zb, b_low, union)
     order = np.lexsort((union, -scores))  # score descending, then registry position
     return union[order], scores[order]
 
@@ -62,7 +70,9 @@ def fuse_arrays(
 def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
     """One ranking from a lexical and a dense one: ``alpha · z_lexical + (1 - alpha) · z_dense``,
     a tool missing from a side at that side's lowest z-score. Each side lists a tool once."""
-    sides = [(np.array([p for p, _ in r], np.int64), np.array([s for _, s in r], np.float64)) for r in (lexical, dense)]
+    sides = [
+        (np.array([p for p, _ in r], np.uint32), np.array([s for _, s in r], np.float64)) for r in (lexical, dense)
+    ]
     positions, scores = fuse_arrays(sides[0], sides[1], alpha)
     return list(zip(positions.tolist(), scores.tolist(), strict=True))
 

@@ -144,6 +144,106 @@ fn dot_rows<'py>(
     Ok(scores.into_pyarray(py))
 }
 
+/// Positions (uint32) and their scores, best first, as numpy arrays.
+type Ranked<'py, S> = (
+    Bound<'py, numpy::PyArray1<u32>>,
+    Bound<'py, numpy::PyArray1<S>>,
+);
+
+/// The C-contiguous data of a numpy array argument, or an error naming it.
+fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
+    array: &'a numpy::PyReadonlyArray<'_, T, D>,
+    name: &'static str,
+    dtype: &str,
+) -> PyResult<&'a [T]> {
+    array.as_slice().map_err(|_| {
+        crate::error::Error::InvalidParameter {
+            name,
+            reason: format!("must be a C-contiguous {dtype} array"),
+        }
+        .into()
+    })
+}
+
+/// The `k` rows of a float32 `(n, dim)` matrix nearest a `(dim,)` query among those a `(n,)`
+/// bool mask allows (all rows without one): `(rows uint32, scores float32)`, best first, ties
+/// by row; the scores are `dot_rows`'s. On this thread with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (matrix, query, k, allowed=None))]
+fn top_rows<'py>(
+    py: Python<'py>,
+    matrix: numpy::PyReadonlyArray2<'py, f32>,
+    query: numpy::PyReadonlyArray1<'py, f32>,
+    k: usize,
+    allowed: Option<numpy::PyReadonlyArray1<'py, bool>>,
+) -> PyResult<Ranked<'py, f32>> {
+    use numpy::{IntoPyArray, PyUntypedArrayMethods};
+    let (rows, dim) = (matrix.shape()[0], matrix.shape()[1]);
+    let mismatch = |field, expected, got| crate::error::Error::LengthMismatch {
+        field,
+        expected,
+        got,
+    };
+    if query.shape()[0] != dim {
+        return Err(mismatch("query", dim, query.shape()[0]).into());
+    }
+    if let Some(mask) = &allowed {
+        if mask.shape()[0] != rows {
+            return Err(mismatch("allowed", rows, mask.shape()[0]).into());
+        }
+    }
+    let m = contiguous(&matrix, "matrix", "float32")?;
+    let q = contiguous(&query, "query", "float32")?;
+    let mask = allowed
+        .as_ref()
+        .map(|a| contiguous(a, "allowed", "bool"))
+        .transpose()?;
+    let (ids, scores) = errors::detached(py, || {
+        let scores = if dim == 0 {
+            vec![0.0; rows]
+        } else {
+            crate::dense::dot_rows(m, q)
+        };
+        crate::dense::best_rows(scores, k, mask)
+    })?;
+    Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
+}
+
+type Side<'py> = (
+    numpy::PyReadonlyArray1<'py, u32>,
+    numpy::PyReadonlyArray1<'py, f64>,
+);
+
+/// One side of a fusion as slices of equal lengths, or an error naming the side.
+fn side<'a>(ranking: &'a Side<'_>, name: &'static str) -> PyResult<(&'a [u32], &'a [f64])> {
+    let positions = contiguous(&ranking.0, name, "uint32")?;
+    let scores = contiguous(&ranking.1, name, "float64")?;
+    if positions.len() != scores.len() {
+        return Err(crate::error::Error::LengthMismatch {
+            field: name,
+            expected: positions.len(),
+            got: scores.len(),
+        }
+        .into());
+    }
+    Ok((positions, scores))
+}
+
+/// The fused ranking of a lexical and a dense one, each `(positions uint32, scores float64)`:
+/// `(positions uint32, scores float64)`, best first (see `crate::fusion::fuse`).
+#[pyfunction]
+fn fuse<'py>(
+    py: Python<'py>,
+    lexical: Side<'py>,
+    dense: Side<'py>,
+    alpha: f64,
+) -> PyResult<Ranked<'py, f64>> {
+    use numpy::IntoPyArray;
+    let (a, b) = (side(&lexical, "lexical")?, side(&dense, "dense")?);
+    let (positions, scores) = errors::detached(py, || crate::fusion::fuse(a, b, alpha))?;
+    Ok((positions.into_pyarray(py), scores.into_pyarray(py)))
+}
+
 /// `x` as the Python float of its shortest decimal (`0.9`, not `0.8999999761581421`): the same
 /// `f32` once passed back, and the same text where Python writes it (a snapshot's header).
 fn shortest_decimal(x: f32) -> f64 {
@@ -162,6 +262,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(crc32_each, m)?)?;
     m.add_function(wrap_pyfunction!(dot_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(top_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(fuse, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PREFIX_WEIGHT", crate::bm25::DEFAULT_PREFIX_WEIGHT)?;
