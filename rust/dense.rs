@@ -27,25 +27,24 @@ pub fn dot_rows(matrix: &[f32], query: &[f32]) -> Vec<f32> {
 /// mask): `(row numbers, scores)`, highest first, ties by row number; a NaN score ranks
 /// lowest. `allowed`, when given, has one entry per score.
 pub fn best_rows(scores: Vec<f32>, k: usize, allowed: Option<&[bool]>) -> (Vec<u32>, Vec<f32>) {
-    let mut found: Vec<(f32, u32)> = scores
+    let mut found: Vec<(u32, f32)> = scores
         .into_iter()
         .enumerate()
         .filter(|&(row, _)| allowed.is_none_or(|a| a[row]))
-        .map(|(row, score)| {
-            (
-                if score.is_nan() {
-                    f32::NEG_INFINITY
-                } else {
-                    score
-                },
-                row as u32,
-            )
-        })
+        .map(|(row, score)| (row as u32, score))
         .collect();
-    let better = |a: &(f32, u32), b: &(f32, u32)| {
-        b.0.partial_cmp(&a.0)
+    let key = |score: f32| {
+        if score.is_nan() {
+            f32::NEG_INFINITY
+        } else {
+            score
+        }
+    };
+    let better = |a: &(u32, f32), b: &(u32, f32)| {
+        key(b.1)
+            .partial_cmp(&key(a.1))
             .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.1.cmp(&b.1))
+            .then(a.0.cmp(&b.0))
     };
     if k == 0 {
         found.clear();
@@ -54,7 +53,7 @@ pub fn best_rows(scores: Vec<f32>, k: usize, allowed: Option<&[bool]>) -> (Vec<u
         found.truncate(k);
     }
     found.sort_unstable_by(better);
-    found.into_iter().map(|(score, row)| (row, score)).unzip()
+    found.into_iter().unzip()
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -4,8 +4,9 @@
 //! lexical side, and the fused ranking is best first with ties in registry order.
 //!
 //! Means and variances are summed as numpy sums (pairwise, eight accumulators), so the fused
-//! scores are the ones the earlier numpy code gave, bit for bit (a flat side's zeros aside, which
-//! numpy could sign): rankings did not move when the step came here (`benches/RESULTS.md`).
+//! scores are the ones the earlier numpy code gave, bit for bit, for finite scores (a flat side's
+//! zeros aside, which numpy could sign): rankings did not move when the step came here
+//! (`benches/RESULTS.md`). A side with a non-finite score counts as flat, where numpy gave NaN.
 
 use std::cmp::Ordering;
 
@@ -44,7 +45,9 @@ fn pairwise(a: &[f64]) -> f64 {
 }
 
 /// Each score's z-score within its side and the lowest of them. A side whose scores are all
-/// equal (or that has a single score) says nothing about order: every z-score is then 0.
+/// equal (or that has a single score) says nothing about order: every z-score is then 0. So
+/// does a side with a NaN or infinite score, or whose z-scores overflow (numpy gave NaN there,
+/// which ranked a tool missing from that side first).
 fn standardised(scores: &[f64]) -> (Vec<f64>, f64) {
     if scores.is_empty() {
         return (Vec::new(), 0.0);
@@ -58,6 +61,9 @@ fn standardised(scores: &[f64]) -> (Vec<f64>, f64) {
         return (vec![0.0; scores.len()], 0.0);
     }
     let z: Vec<f64> = scores.iter().map(|s| (s - mean) / spread).collect();
+    if !z.iter().all(|v| v.is_finite()) {
+        return (vec![0.0; scores.len()], 0.0);
+    }
     let low = z.iter().copied().fold(f64::INFINITY, f64::min);
     (z, low)
 }
@@ -74,8 +80,8 @@ fn aligned(positions: &[u32], z: &[f64], low: f64, union: &[u32]) -> Vec<f64> {
     out
 }
 
-/// A score ordered for ranking: NaN as the lowest (it cannot arise from finite scores and a
-/// finite `alpha`, but it must not break the order).
+/// A score ordered for ranking: NaN (every fused score, when `alpha` is NaN) as the lowest, so
+/// that the order stays total.
 fn rank_key(score: f64) -> f64 {
     if score.is_nan() {
         f64::NEG_INFINITY
@@ -154,11 +160,27 @@ mod tests {
     }
 
     #[test]
-    fn non_finite_scores_and_repeated_positions_neither_panic_nor_reorder_runs() {
-        let lexical: (&[u32], &[f64]) = (&[1, 2, 1, 3], &[f64::NAN, f64::INFINITY, 2.0, -1.0]);
-        let dense: (&[u32], &[f64]) = (&[3, 4], &[f64::NEG_INFINITY, 0.5]);
-        let first = fuse(lexical, dense, f64::NAN);
-        assert_eq!(first.0.len(), 4); // positions 1, 2, 3, 4 once each
-        assert_eq!(first.0, fuse(lexical, dense, f64::NAN).0);
+    fn a_side_with_non_finite_or_overflowing_scores_counts_as_flat() {
+        let dense: (&[u32], &[f64]) = (&[7, 4], &[0.9, 0.1]);
+        for lexical in [
+            [f64::NAN, 2.0, 1.0],
+            [f64::INFINITY, 2.0, 1.0],
+            [1e308, 1e308, -1e308], // finite, but the mean overflows
+        ] {
+            let (positions, scores) = fuse((&[1, 2, 3], &lexical), dense, 0.5);
+            assert_eq!(positions, vec![7, 1, 2, 3, 4]); // the dense side's order decides
+            assert!(scores.iter().all(|s| s.is_finite()));
+        }
+        let (positions, scores) = fuse((&[1, 2], &[2.0, 1.0]), dense, f64::NAN);
+        assert_eq!(positions, vec![1, 2, 4, 7]); // every score NaN: position order
+        assert!(scores.iter().all(|s| s.is_nan()));
+    }
+
+    #[test]
+    fn a_position_listed_twice_keeps_its_last_score() {
+        let once = fuse((&[1, 2, 3], &[3.0, 2.0, 1.0]), (&[], &[]), 0.5);
+        let twice = fuse((&[1, 2, 3, 1], &[3.0, 2.0, 1.0, 0.5]), (&[], &[]), 0.5);
+        assert_eq!(once.0, vec![1, 2, 3]);
+        assert_eq!(twice.0, vec![2, 3, 1]);
     }
 }

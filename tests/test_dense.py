@@ -350,8 +350,13 @@ def test_the_cores_k_best_rows_are_numpys_ties_by_registry_order() -> None:
         got_ids, got_scores = _core.top_rows(rows, query, k, allowed)
         assert got_ids.tolist() == want.tolist()
         assert got_scores.tolist() == scores[want].tolist()
+    assert _core.top_rows(rows, query, 0)[0].tolist() == []
     with pytest.raises(InvalidParameterError, match="allowed"):
         _core.top_rows(rows, query, 3, np.ones(499, dtype=bool))
+    with pytest.raises(InvalidParameterError, match="C-contiguous"):  # rows not where they seem
+        _core.top_rows(np.asfortranarray(rows), query, 3)
+    with pytest.raises(InvalidParameterError, match="C-contiguous"):
+        _core.dot_rows(np.asfortranarray(rows), query)
 
 
 class Noisy:

@@ -110,3 +110,20 @@ def test_the_cores_fusion_gives_the_numpy_rules_scores_bit_for_bit() -> None:
 def test_fusion_refuses_sides_whose_positions_and_scores_differ_in_length() -> None:
     with pytest.raises(InvalidParameterError, match="dense"):
         fuse_arrays((np.array([1, 2]), np.array([2.0, 1.0])), (np.array([3]), np.array([1.0, 0.5])))
+
+
+@pytest.mark.parametrize("positions", [[-1, 2], [2**32 + 2, 2], [2**70, 1], [0.5, 1.0]])
+def test_fusion_refuses_positions_that_are_not_registry_positions(positions: list[float]) -> None:
+    with pytest.raises(InvalidParameterError, match="lexical positions"):
+        fuse([(p, 1.0) for p in positions], [(2, 0.5)])  # type: ignore[misc]
+    with pytest.raises(InvalidParameterError, match="dense positions"):
+        fuse_arrays((np.array([2]), np.array([1.0])), (positions, np.array([2.0, 1.0])))
+
+
+def test_a_side_with_a_non_finite_score_says_nothing_and_never_ranks_a_missing_tool_first() -> None:
+    dense = [(7, 0.9), (4, 0.1)]
+    for bad in (float("nan"), float("inf")):
+        got = fuse([(1, bad), (2, 2.0), (3, 1.0)], dense, 0.5)
+        assert order(got) == [7, 1, 2, 3, 4]
+    overflowing = [(1, 1e308), (2, 1e308), (3, -1e308)]  # finite scores whose mean overflows
+    assert order(fuse(overflowing, dense, 0.5))[0] == 7

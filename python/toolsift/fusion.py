@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _core
+from .errors import InvalidParameterError
 from .query import Query
 from .results import Hit
 
@@ -29,13 +31,30 @@ Reranker = Callable[["Query", list["Hit"]], Sequence["Hit"]]
 DEFAULT_ALPHA = 0.7
 
 
+def _positions(values: ArrayLike, side: str) -> np.ndarray:
+    """Registry positions as the core takes them (uint32), refusing any that would not fit."""
+    wrong = InvalidParameterError(f"{side} positions must be integers from 0 to 2**32 - 1")
+    try:
+        array = np.asarray(values)
+    except (OverflowError, ValueError, TypeError):
+        raise wrong from None
+    if array.dtype == np.uint32:
+        return np.ascontiguousarray(array)
+    if array.size and (array.dtype.kind not in "iu" or array.min() < 0 or array.max() > np.iinfo(np.uint32).max):
+        raise wrong
+    return array.astype(np.uint32)
+
+
 def fuse_arrays(
-    lexical: tuple[np.ndarray, np.ndarray], dense: tuple[np.ndarray, np.ndarray], alpha: float = DEFAULT_ALPHA
+    lexical: tuple[ArrayLike, ArrayLike], dense: tuple[ArrayLike, ArrayLike], alpha: float = DEFAULT_ALPHA
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fuse` on ``(positions, scores)`` arrays, each side's positions distinct: the fused
     positions (uint32) and scores (float64), best first. The per-request path of a hybrid index,
     computed by the core (``rust/fusion.rs``)."""
-    sides = [(np.ascontiguousarray(p, np.uint32), np.ascontiguousarray(s, np.float64)) for p, s in (lexical, dense)]
+    sides = [
+        (_positions(p, name), np.ascontiguousarray(s, np.float64))
+        for (p, s), name in ((lexical, "lexical"), (dense, "dense"))
+    ]
     positions, scores = _core.fuse(sides[0], sides[1], float(alpha))
     return positions, scores
 
@@ -44,8 +63,9 @@ def fuse_numpy(
     lexical: tuple[np.ndarray, np.ndarray], dense: tuple[np.ndarray, np.ndarray], alpha: float = DEFAULT_ALPHA
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fuse_arrays` in numpy, as hybrid indexes ran it before the core did: the reference
-    the core's fusion is tested against (the same scores bit for bit, but a flat side's zeros,
-    which numpy may sign) and timed against (``benches/dense_exact.py --compare steps``)."""
+    the core's fusion is tested against (the same scores bit for bit for finite scores, but a
+    flat side's zeros, which numpy may sign; a side with a non-finite score is flat in the core,
+    NaN here) and timed against (``benches/dense_exact.py --compare steps``)."""
 
     def standardised(scores: np.ndarray) -> tuple[np.ndarray, float]:
         if not len(scores):
@@ -70,9 +90,7 @@ def fuse_numpy(
 def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
     """One ranking from a lexical and a dense one: ``alpha · z_lexical + (1 - alpha) · z_dense``,
     a tool missing from a side at that side's lowest z-score. Each side lists a tool once."""
-    sides = [
-        (np.array([p for p, _ in r], np.uint32), np.array([s for _, s in r], np.float64)) for r in (lexical, dense)
-    ]
+    sides = [([p for p, _ in r], np.array([s for _, s in r], np.float64)) for r in (lexical, dense)]
     positions, scores = fuse_arrays(sides[0], sides[1], alpha)
     return list(zip(positions.tolist(), scores.tolist(), strict=True))
 

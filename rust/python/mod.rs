@@ -130,12 +130,8 @@ fn dot_rows<'py>(
         }
         .into());
     }
-    let invalid = |name: &'static str| crate::error::Error::InvalidParameter {
-        name,
-        reason: "must be a C-contiguous float32 array".into(),
-    };
-    let m = matrix.as_slice().map_err(|_| invalid("matrix"))?;
-    let q = query.as_slice().map_err(|_| invalid("query"))?;
+    let m = contiguous(&matrix, "matrix", "float32")?;
+    let q = contiguous(&query, "query", "float32")?;
     let scores = if dim == 0 {
         vec![0.0; rows]
     } else {
@@ -150,19 +146,25 @@ type Ranked<'py, S> = (
     Bound<'py, numpy::PyArray1<S>>,
 );
 
-/// The C-contiguous data of a numpy array argument, or an error naming it.
+/// The C-contiguous data of a numpy array argument, or an error naming it (a Fortran-order
+/// matrix is contiguous too, but its rows are not where the core reads them).
 fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
     array: &'a numpy::PyReadonlyArray<'_, T, D>,
     name: &'static str,
     dtype: &str,
 ) -> PyResult<&'a [T]> {
-    array.as_slice().map_err(|_| {
+    use numpy::PyUntypedArrayMethods;
+    let refused = || -> PyErr {
         crate::error::Error::InvalidParameter {
             name,
             reason: format!("must be a C-contiguous {dtype} array"),
         }
         .into()
-    })
+    };
+    if !array.is_c_contiguous() {
+        return Err(refused());
+    }
+    array.as_slice().map_err(|_| refused())
 }
 
 /// The `k` rows of a float32 `(n, dim)` matrix nearest a `(dim,)` query among those a `(n,)`
