@@ -7,6 +7,8 @@
 //! (`benches/RESULTS.md`, "Where a hybrid request's time goes"). This loop runs on the calling
 //! thread only, with the GIL released.
 
+use crate::topk::{rank, Hit};
+
 /// Lanes summed side by side: wide enough for the compiler to use SIMD registers, and a fixed
 /// order of additions, so a score is the same on every run.
 const LANES: usize = 16;
@@ -24,36 +26,33 @@ pub fn dot_rows(matrix: &[f32], query: &[f32]) -> Vec<f32> {
 }
 
 /// The `k` best of `scores` (one per row) among the rows `allowed` marks (every row without a
-/// mask): `(row numbers, scores)`, highest first, ties by row number; a NaN score ranks
-/// lowest. `allowed`, when given, has one entry per score.
+/// mask): `(row numbers, scores)` in the one ranking order ([`Hit::rank_cmp`]: highest first,
+/// ties by row number); a NaN score ranks lowest. `allowed`, when given, has one entry per
+/// score.
 pub fn best_rows(scores: Vec<f32>, k: usize, allowed: Option<&[bool]>) -> (Vec<u32>, Vec<f32>) {
-    let mut found: Vec<(u32, f32)> = scores
+    let mut found: Vec<Hit> = scores
         .into_iter()
         .enumerate()
         .filter(|&(row, _)| allowed.is_none_or(|a| a[row]))
-        .map(|(row, score)| (row as u32, score))
+        .map(|(row, score)| Hit {
+            doc: row as u32,
+            // -0.0 ties with 0.0, and a NaN sorts below every number (the total order puts a
+            // NaN with its sign bit set lowest)
+            score: if score.is_nan() {
+                -f32::NAN
+            } else {
+                score + 0.0
+            },
+        })
         .collect();
-    let key = |score: f32| {
-        if score.is_nan() {
-            f32::NEG_INFINITY
-        } else {
-            score
-        }
-    };
-    let better = |a: &(u32, f32), b: &(u32, f32)| {
-        key(b.1)
-            .partial_cmp(&key(a.1))
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.0.cmp(&b.0))
-    };
     if k == 0 {
         found.clear();
     } else if k < found.len() {
-        found.select_nth_unstable_by(k - 1, better);
+        found.select_nth_unstable_by(k - 1, Hit::rank_cmp);
         found.truncate(k);
     }
-    found.sort_unstable_by(better);
-    found.into_iter().unzip()
+    rank(&mut found);
+    found.into_iter().map(|h| (h.doc, h.score)).unzip()
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -111,15 +111,13 @@ fn crc32_each<'py>(
     Ok(pyo3::types::PyBytes::new(py, &out))
 }
 
-/// `matrix @ query` for a C-contiguous float32 `(n, dim)` matrix and a `(dim,)` query, on this
-/// thread with the GIL released (see `crate::dense`).
-#[pyfunction]
-fn dot_rows<'py>(
-    py: Python<'py>,
-    matrix: numpy::PyReadonlyArray2<'py, f32>,
-    query: numpy::PyReadonlyArray1<'py, f32>,
-) -> PyResult<Bound<'py, numpy::PyArray1<f32>>> {
-    use numpy::{IntoPyArray, PyUntypedArrayMethods};
+/// The work of `matrix @ query` for a C-contiguous float32 `(n, dim)` matrix and a `(dim,)`
+/// query, checked here and run later (detached); a matrix of no columns scores every row 0.
+fn product<'a>(
+    matrix: &'a numpy::PyReadonlyArray2<'_, f32>,
+    query: &'a numpy::PyReadonlyArray1<'_, f32>,
+) -> PyResult<impl FnOnce() -> Vec<f32> + Send + 'a> {
+    use numpy::PyUntypedArrayMethods;
     let (rows, dim) = (matrix.shape()[0], matrix.shape()[1]);
     let got = query.shape()[0];
     if got != dim {
@@ -130,13 +128,27 @@ fn dot_rows<'py>(
         }
         .into());
     }
-    let m = contiguous(&matrix, "matrix", "float32")?;
-    let q = contiguous(&query, "query", "float32")?;
-    let scores = if dim == 0 {
-        vec![0.0; rows]
-    } else {
-        errors::detached(py, || crate::dense::dot_rows(m, q))?
-    };
+    let m = contiguous(matrix, "matrix", "float32")?;
+    let q = contiguous(query, "query", "float32")?;
+    Ok(move || {
+        if dim == 0 {
+            vec![0.0; rows]
+        } else {
+            crate::dense::dot_rows(m, q)
+        }
+    })
+}
+
+/// `matrix @ query` (see [`product`]), on this thread with the GIL released (see
+/// `crate::dense`).
+#[pyfunction]
+fn dot_rows<'py>(
+    py: Python<'py>,
+    matrix: numpy::PyReadonlyArray2<'py, f32>,
+    query: numpy::PyReadonlyArray1<'py, f32>,
+) -> PyResult<Bound<'py, numpy::PyArray1<f32>>> {
+    use numpy::IntoPyArray;
+    let scores = errors::detached(py, product(&matrix, &query)?)?;
     Ok(scores.into_pyarray(py))
 }
 
@@ -180,34 +192,24 @@ fn top_rows<'py>(
     allowed: Option<numpy::PyReadonlyArray1<'py, bool>>,
 ) -> PyResult<Ranked<'py, f32>> {
     use numpy::{IntoPyArray, PyUntypedArrayMethods};
-    let (rows, dim) = (matrix.shape()[0], matrix.shape()[1]);
-    let mismatch = |field, expected, got| crate::error::Error::LengthMismatch {
-        field,
-        expected,
-        got,
-    };
-    if query.shape()[0] != dim {
-        return Err(mismatch("query", dim, query.shape()[0]).into());
-    }
-    if let Some(mask) = &allowed {
-        if mask.shape()[0] != rows {
-            return Err(mismatch("allowed", rows, mask.shape()[0]).into());
+    let (rows, got) = (
+        matrix.shape()[0],
+        allowed.as_ref().map_or(0, |a| a.shape()[0]),
+    );
+    if allowed.is_some() && got != rows {
+        return Err(crate::error::Error::LengthMismatch {
+            field: "allowed",
+            expected: rows,
+            got,
         }
+        .into());
     }
-    let m = contiguous(&matrix, "matrix", "float32")?;
-    let q = contiguous(&query, "query", "float32")?;
+    let scores = product(&matrix, &query)?;
     let mask = allowed
         .as_ref()
         .map(|a| contiguous(a, "allowed", "bool"))
         .transpose()?;
-    let (ids, scores) = errors::detached(py, || {
-        let scores = if dim == 0 {
-            vec![0.0; rows]
-        } else {
-            crate::dense::dot_rows(m, q)
-        };
-        crate::dense::best_rows(scores, k, mask)
-    })?;
+    let (ids, scores) = errors::detached(py, || crate::dense::best_rows(scores(), k, mask))?;
     Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
 }
 
