@@ -42,6 +42,15 @@ pub fn tokenize(text: &str) -> Vec<String> {
     out
 }
 
+/// The words of `text` before stemming, in order, duplicates kept: normalised and lower-cased,
+/// split as [`tokenize`] splits them, stop words and one-character words dropped, CJK runs as
+/// their bigrams. Each is what one token of `tokenize(text)` was stemmed from.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    Tokenizer::default().for_each_word(text, &mut |word, _| out.push(word.to_string()));
+    out
+}
+
 /// Appends the tokens of `text` to `out`.
 pub fn tokenize_into(text: &str, out: &mut Vec<String>) {
     Tokenizer::default().tokenize_into(text, out);
@@ -334,7 +343,34 @@ mod tests {
         assert_eq!(words, expect.map(|(w, s)| (w.to_string(), s)));
     }
 
+    #[test]
+    fn words_split_identifiers_and_fold_like_the_tokens() {
+        assert_eq!(
+            words("putRecord put_record"),
+            ["put", "record", "put", "record"]
+        );
+        assert_eq!(
+            words("the Café HTTPServer 天气预报"),
+            ["cafe", "http", "server", "天气", "气预", "预报"]
+        );
+    }
+
     proptest::proptest! {
+        /// Each word, tokenized on its own, is the token it was stemmed from: words written
+        /// into a field (learned text) index as the request's own tokens.
+        #[test]
+        fn each_word_tokenizes_to_its_own_token(text in "\\PC{0,40}") {
+            let ws = words(&text);
+            let again: Vec<Vec<String>> = ws.iter().map(|w| t(w)).collect();
+            let tokens = t(&text);
+            proptest::prop_assert_eq!(ws.len(), tokens.len());
+            for (w, (one, token)) in ws.iter().zip(again.iter().zip(&tokens)) {
+                if one.len() == 1 {
+                    proptest::prop_assert_eq!(&one[0], token, "{}", w);
+                }
+            }
+        }
+
         /// ASCII text takes a byte path; with a non-ASCII separator appended (an em space,
         /// which NFKD folds to a space) the same text takes the general path: same tokens.
         #[test]

@@ -26,6 +26,7 @@ from toolsift import cli
 from toolsift.errors import GatewayConfigError
 from toolsift.gateway import parse
 from toolsift.gateway.server import Gateway
+from toolsift.learning import Learned, words
 from toolsift.plan import Tier
 from toolsift.tiers import Toolbox, ToolTierOptions, usage_key
 
@@ -117,6 +118,38 @@ def test_a_change_on_one_upstream_is_visible_on_every_replica_within_2_s(cluster
 
     for gateway in cluster.gateways:
         anyio.run(archive, gateway)
+
+
+def test_every_replica_serves_the_learned_words_of_the_store_with_each_version(
+    redis_server: RedisServer, files_url: str, weather_url: str, tmp_path: Path
+) -> None:
+    usage = tmp_path / "usage.db"
+    stored = Learned(usage)  # words learned before: every replica must serve them from the start
+    for _ in range(3):
+        stored.add("shared", {"weather__get_forecast": words("will it pour down in Oslo")})
+    stored.close()
+    # the learning round is an hour away: only the versions themselves can carry the words
+    gateway = {"learn": True, "learn_rebuild_s": 3600, "learn_scope": "shared", "usage": str(usage)}
+    replicas = Replicas(config_text(redis_server.url, files_url, weather_url, tmp_path, **gateway), tmp_path, 2)
+    try:
+        wait_for(replicas.converged)
+
+        def served(g: Gateway) -> bool:
+            return "weather__get_forecast" in g.version.index_for("shared").learned
+
+        for g in replicas.gateways:
+            wait_for(lambda g=g: served(g), timeout=VISIBLE_WITHIN_S)
+        follower, first = replicas.others()[0], replicas.others()[0].version.number
+
+        async def grow() -> None:
+            async with session(follower, ROOT) as root:
+                assert text_of(await call(root, "files__grow", {})) == "grown"
+
+        anyio.run(grow)  # a new version, loaded by the follower from Redis
+        wait_for(lambda: follower.version.number > first, timeout=VISIBLE_WITHIN_S)
+        assert served(follower)
+    finally:
+        replicas.close()
 
 
 def budget_listing_one_weather_tool(gateway: Gateway) -> int:

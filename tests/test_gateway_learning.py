@@ -12,6 +12,7 @@ pytest.importorskip("mcp")
 import anyio
 
 from gateway_support import ALICE, BOB, call, config_text, eventually, running, search, session
+from toolsift.learning import Learned, words
 
 ASK = "will it pour down in Oslo"
 
@@ -69,3 +70,26 @@ def test_a_shared_scope_pools_callers_and_survives_a_restart(weather_url: str, t
                 await eventually(kept)
 
         anyio.run(after_restart)
+
+
+def test_words_another_process_writes_to_the_store_are_served_at_the_next_round(
+    weather_url: str, tmp_path: Path
+) -> None:
+    usage = str(tmp_path / "usage.db")
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2, learn_scope="shared", usage=usage)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, BOB) as bob:
+                assert "weather__get_forecast" not in await search(bob, ASK)
+                peer = Learned(usage)  # another gateway process sharing the store
+                for _ in range(3):
+                    peer.add("shared", {"weather__get_forecast": words(ASK)})
+                peer.close()
+
+                async def served() -> bool:
+                    return (await search(bob, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(served)
+
+        anyio.run(scenario)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import toolsift as ts
-from toolsift.errors import InvalidParameterError
+from toolsift.errors import InvalidParameterError, StoreFormatError
 from toolsift.eval import Dataset, LabelledQuery, replay
-from toolsift.learning import Learned, attribute, words
+from toolsift.learning import KEPT_ROWS, Learned, attribute, words
 
 TOOLS = [
     ts.Tool("dns_lookup", "Look up the DNS records of a domain"),
@@ -236,3 +236,91 @@ def test_the_eval_command_prints_the_replay(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "| toolsift+learned | 1.000 |" in out and "| toolsift | 0.000 |" in out
     assert "the first 1 requests (in the dataset's order) played as the log" in out
+
+
+def test_words_are_split_as_the_index_splits_them() -> None:
+    # an identifier in a request teaches its parts; a CJK request teaches its bigrams
+    assert words("putRecord then put_record") == ["put", "record"]
+    assert words("北京天气 Café") == ["北京", "京天", "天气", "cafe"]
+    tools = [ts.Tool("kinesis_write", "Write data to a stream"), ts.Tool("sns_publish", "Publish a message")]
+    index = ts.Index(tools)
+    learned = Learned(known=0)
+    assert learned.observe(index, "call putRecord", ["kinesis_write"], scope="s") == {
+        "kinesis_write": ["call", "put", "record"]
+    }
+    learned.observe(index, "北京天气", ["sns_publish"], scope="s")
+    again = index.with_learned(learned.texts("s"))
+    assert names(again, "put record")[:1] == ["kinesis_write"]
+    assert names(again, "天气")[:1] == ["sns_publish"]
+
+
+def test_bad_events_are_refused_naming_what_is_wrong() -> None:
+    index = ts.Index(TOOLS)
+    learned = Learned()
+    # a single name is not read letter by letter; a name must be a string
+    with pytest.raises(InvalidParameterError, match="called must be a list of tool names"):
+        learned.observe(index, "put it on the queue", "sqs_send", scope="s")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="called must hold tool names"):
+        learned.observe(index, "put it on the queue", [42], scope="s")  # type: ignore[list-item]
+    for scope, taught, match in [
+        ("s", {"sqs_send": "queue"}, "the words of 'sqs_send' must be a list"),
+        ("s", {"sqs_send": ["two words"]}, "'two words' is not one word"),
+        ("s", {"sqs_send": [""]}, "'' is not one word"),
+        ("s", {"sqs_send": [7]}, "must hold tool names"),
+        (None, {"sqs_send": ["queue"]}, "scope must be a string"),
+        (5, {"sqs_send": ["queue"]}, "scope must be a string"),
+        ("s", ["sqs_send"], "taught must map"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=match):
+            learned.add(scope, taught)  # type: ignore[arg-type]
+    assert learned.scopes() == []  # nothing half-written
+
+
+def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n" * 100)
+    for open_store in (Learned, ts.UsageStore):
+        with pytest.raises(StoreFormatError, match=r"notes\.txt: not a SQLite store") as raised:
+            open_store(notes)
+        assert raised.value.path == str(notes)
+    assert notes.read_text() == "not a database\n" * 100
+    with pytest.raises(StoreFormatError, match="cannot"):
+        Learned(tmp_path / "missing" / "folder" / "learned.db")
+
+
+def test_the_table_keeps_a_bounded_number_of_words_per_tool() -> None:
+    now = [0.0]
+    learned = Learned(half_life_s=10.0, cap=2, clock=lambda: now[0])
+    for i in range(50):
+        learned.add("s", {"t": [f"word{i:02d}"], "u": ["kept"]})
+    rows = learned._db.execute("SELECT tool, COUNT(*) FROM learned GROUP BY tool ORDER BY tool").fetchall()
+    assert rows == [("t", 2 * KEPT_ROWS), ("u", 1)]
+    # equal weights (the clock stood still): the first by word stay, as `weights` orders them
+    assert learned.weights("s")["t"] == {"word00": 1.0, "word01": 1.0}
+    now[0] = 100.0  # every row aged to about nothing: the next event of the tool deletes them
+    learned.add("s", {"t": ["fresh"]})
+    assert learned._db.execute("SELECT word FROM learned WHERE tool = 't'").fetchall() == [("fresh",)]
+
+
+def test_a_toolbox_sees_ageing_and_a_peers_words_at_its_next_reset(tmp_path: Path) -> None:
+    db, now = tmp_path / "usage.db", [0.0]
+    mine = Learned(db, half_life_s=10.0, clock=lambda: now[0])
+    peer = Learned(db, half_life_s=10.0, clock=lambda: now[0])  # another process on the same file
+    box = ts.Toolbox(ts.Catalog(TOOLS), ts.ToolTierOptions(), learned=mine, scope="shared")
+    peer.add("shared", {"sqs_send": ["enqueue"]})
+    assert box.index.learned == {}  # until its reset
+    box.reset()
+    assert box.index.learned == {"sqs_send": "enqueue"}
+    now[0] = 1000.0  # a hundred half-lives: forgotten
+    box.reset()
+    assert box.index.learned == {} and names(box.index, "enqueue") == []
+
+
+def test_a_clause_several_called_tools_match_alike_teaches_none_of_them() -> None:
+    tools = [ts.Tool(f"queue_{verb}", f"{verb.capitalize()} a queue") for verb in ("create", "purge", "delete")]
+    index = ts.Index(tools)
+    request = "make a fresh queue and wipe it out finally"
+    called = ["queue_create", "queue_purge", "queue_delete"]
+    assert len(set(index.evidence(request, called))) == 1  # "queue": each tool alike
+    assert attribute(index, request, called) == {}
+    assert Learned(known=0).observe(index, request, called, scope="s") == {}

@@ -122,6 +122,19 @@ class StoreUnavailableError(ToolsiftError, ConnectionError):
     be written there now (an acknowledgement of a held schema change); try again once it is back."""
 
 
+class StoreFormatError(ToolsiftError, ValueError):
+    """A usage or learned-words store cannot be opened: the file is not a SQLite database, is
+    corrupted, or cannot be created there.
+
+    Attributes:
+        path: The store's file.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
 class InternalError(ToolsiftError, RuntimeError):
     """The Rust core failed unexpectedly; the index is unchanged. Please report it."""
 
@@ -165,6 +178,7 @@ __all__ = [
     "PoisonedToolError",
     "SchemaError",
     "SnapshotError",
+    "StoreFormatError",
     "StoreUnavailableError",
     "ToolsiftError",
     "UnknownCallerError",

@@ -6,10 +6,10 @@ index a way to say what that tool does. :class:`Learned` turns such events into 
 * **Attribution.** A request that led to one call teaches that tool its words. A request that led
   to several is cut into clauses (:func:`toolsift.intents.clauses`), and each clause goes to the
   called tool holding the most evidence for it (:meth:`toolsift.Index.evidence`: the rare query
-  words a tool already contains); a clause none of them matches goes to the one called tool that
-  got no clause, when there is exactly one. "Check the DNS record, then renew the certificate"
-  teaches the DNS tool the first clause and the certificate tool the second, never both the
-  whole text (:func:`attribute`).
+  words a tool already contains), and to none of them when several tie; a clause none of them
+  matches goes to the one called tool that got no clause, when there is exactly one. "Check the
+  DNS record, then renew the certificate" teaches the DNS tool the first clause and the
+  certificate tool the second, never both the whole text (:func:`attribute`).
 * **Only what was missed.** A tool learns from its part of a request only when the index did not
   already rank it among the first three for that part (:data:`KNOWN`): error-driven, as a
   perceptron updates only on a mistake. Reinforcing what already works only pulled other
@@ -33,7 +33,6 @@ as the log, the rest is scored with and without what was learned.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -77,28 +76,51 @@ _LEARN = """INSERT INTO learned (scope, tool, word, score, updated) VALUES (?1, 
         score = score * pow(0.5, max(excluded.updated - updated, 0.0) / ?5) + 1.0,
         updated = max(updated, excluded.updated)"""
 
-_WORD = re.compile(r"\w+")
+#: Rows a tool keeps in the table, per word of ``cap``: words just below the cap can still
+#: climb into it; the rest, and words aged under half an event's weight, are deleted.
+KEPT_ROWS = 4
+
+# one tool's rows aged to ?3: those under half an event's weight, and those beyond the ?5
+# heaviest, are gone (the same order as `weights`: heaviest first, then by word)
+_PRUNE = """DELETE FROM learned WHERE scope = ?1 AND tool = ?2 AND (
+    score * pow(0.5, max(?3 - updated, 0.0) / ?4) < 0.5
+    OR word NOT IN (SELECT word FROM learned WHERE scope = ?1 AND tool = ?2
+        ORDER BY score * pow(0.5, max(?3 - updated, 0.0) / ?4) DESC, word LIMIT ?5))"""
 
 
 def words(text: str) -> list[str]:
-    """The distinct words of ``text`` worth learning, lower-cased, in order: those the index's
-    tokenizer keeps as one term (stop words and one-letter words are dropped), not digits only."""
+    """The distinct words of ``text`` worth learning, in order: the words the index's tokenizer
+    makes of it before stemming (identifiers split, ``putRecord`` → ``put`` ``record``; accents
+    folded; CJK as character bigrams; stop words and one-letter words dropped), each one that
+    tokenizes again to a single term, not digits only."""
     out: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
+    for word in _core.words(text):
         if not word.isdigit() and len(_core.tokenize(word)) == 1:
             out.setdefault(word)
     return list(out)
+
+
+def tool_names(what: str, names: object) -> list[str]:
+    """``names`` as a list of tool names; raises :class:`InvalidParameterError` for a single
+    string (whose letters would otherwise be read as names) or anything but strings."""
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+        raise InvalidParameterError(f"{what} must be a list of tool names, not {type(names).__name__}")
+    out = list(names)
+    for name in out:
+        if not isinstance(name, str):
+            raise InvalidParameterError(f"{what} must hold tool names (strings), not {name!r}")
+    return out
 
 
 def attribute(index: Index, request: str | Query, called: Sequence[str], caller: Caller = None) -> dict[str, str]:
     """Which part of ``request`` each of the ``called`` tools was called for: ``{tool: text}``.
 
     One tool: the whole request (its current message). Several: each clause to the called tool
-    with the most evidence for it (ties: each tied tool), a clause none of them matches to the
+    with the most evidence for it (a tie: to none of them), a clause none of them matches to the
     one tool left without a clause (if exactly one is). Tools the caller may not use, or that the
     index does not hold, are left out; a tool that got nothing is not in the result.
     """
-    tools = list(dict.fromkeys(n for n in called if isinstance(n, str) and index.allows(n, caller=caller)))
+    tools = list(dict.fromkeys(n for n in tool_names("called", called) if index.allows(n, caller=caller)))
     pieces = clauses(request)
     if not tools or not pieces:
         return {}
@@ -112,9 +134,9 @@ def attribute(index: Index, request: str | Query, called: Sequence[str], caller:
         if best <= 0:
             unmatched.append(piece)
             continue
-        for tool, e in zip(tools, evidence, strict=True):
-            if e == best:
-                got.setdefault(tool, []).append(piece)
+        winners = [tool for tool, e in zip(tools, evidence, strict=True) if e == best]
+        if len(winners) == 1:  # a tie says nothing about which tool the clause was for
+            got.setdefault(winners[0], []).append(piece)
     left = [t for t in tools if t not in got]
     if unmatched and len(left) == 1:
         got[left[0]] = unmatched
@@ -151,7 +173,6 @@ class Learned:
         self.cap, self.max_repeats, self.known, self.clock = cap, max_repeats, known, clock
         self._db = open_sqlite(path, _SCHEMA)
         self._lock = threading.Lock()
-        self._changes: dict[str, int] = {}
 
     def observe(
         self, index: Index, request: str | Query, called: Sequence[str], *, scope: str, caller: Caller = None
@@ -169,34 +190,40 @@ class Learned:
         return {t: w for t, w in taught.items() if w}
 
     def add(self, scope: str, taught: Mapping[str, Iterable[str]]) -> None:
-        """Adds one event's weight to each ``{tool: words}`` of ``scope`` (words as given)."""
+        """Adds one event's weight to each ``{tool: words}`` of ``scope``; each word must be one
+        the tokenizer keeps as a single term (see :func:`words`). Each tool's rows are then cut
+        to its :data:`KEPT_ROWS` heaviest per ``cap`` and those above half an event's weight, so
+        the table stays bounded however long the log."""
+        scope = check_text("scope", scope)
+        if not isinstance(taught, Mapping):
+            raise InvalidParameterError(f"taught must map tool names to words, not {type(taught).__name__}")
         now = float(self.clock())
-        rows = [
-            (scope, check_text("tool", tool), check_text("word", w), now, self.half_life_s)
-            for tool, ws in taught.items()
-            for w in ws
-        ]
+        rows = []
+        for tool, ws in taught.items():
+            check_text("tool", tool)
+            for w in tool_names(f"the words of {tool!r}", ws):
+                if len(_core.tokenize(w)) != 1:
+                    raise InvalidParameterError(f"the words of {tool!r}: {w!r} is not one word the index keeps")
+                rows.append((scope, tool, w, now, self.half_life_s))
         if not rows:
             return
+        keep = self.cap * KEPT_ROWS
         with self._lock:
             self._db.execute("BEGIN")  # one event, one transaction: all of its words or none
             try:
                 self._db.executemany(_LEARN, rows)
+                prune = [(scope, tool, now, self.half_life_s, keep) for tool in dict.fromkeys(r[1] for r in rows)]
+                self._db.executemany(_PRUNE, prune)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
-            self._changes[scope] = self._changes.get(scope, 0) + 1
 
     def scopes(self) -> list[str]:
         """Every scope that holds learned words, sorted."""
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT scope FROM learned ORDER BY scope").fetchall()
         return [str(r[0]) for r in rows]
-
-    def changes(self, scope: str) -> int:
-        """Events this object added to ``scope`` (a rebuild is due when it moved)."""
-        return self._changes.get(scope, 0)
 
     def weights(self, scope: str) -> dict[str, dict[str, float]]:
         """``{tool: {word: weight now}}`` of ``scope``, each tool's ``cap`` heaviest words."""
@@ -233,7 +260,6 @@ class Learned:
         """Drops every learned word of ``scope``."""
         with self._lock:
             self._db.execute("DELETE FROM learned WHERE scope = ?", (check_text("scope", scope),))
-            self._changes[scope] = self._changes.get(scope, 0) + 1
 
     def close(self) -> None:
         """Closes the database."""

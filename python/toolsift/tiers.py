@@ -157,7 +157,6 @@ class Toolbox:
         # the request being answered and the tools called since (an event once the next comes)
         self._request: str | Query | None = None
         self._called: list[str] = []
-        self._learned_at = -1
         if self.learned is not None:
             self._relearn()
 
@@ -184,17 +183,16 @@ class Toolbox:
     def reset(self) -> None:
         """Forgets the plan (and the session's usage) so the next use rebuilds it; with a
         ``learned`` store, the pending request is learned from and the index rebuilt with the
-        scope's learned texts if they changed."""
+        scope's learned texts if they changed (by this box's events, another process's sharing
+        the store, or ageing)."""
         self._plan = None
         self.used.clear()
         if self.learned is not None:
             self._learn(None)
-            if self.learned.changes(self.scope or "") != self._learned_at:
-                self._relearn()
+            self._relearn()
 
     def _relearn(self) -> None:
         assert self.learned is not None and self.scope is not None
-        self._learned_at = self.learned.changes(self.scope)
         texts = self.learned.texts(self.scope, self.index)
         if texts != self.index.learned:
             self.index = self.index.with_learned(texts)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import InvalidParameterError, MissingExtraError, ToolsiftError
+from .errors import InvalidParameterError, MissingExtraError, StoreFormatError, ToolsiftError
 from .query import check_text
 
 
@@ -81,14 +81,26 @@ def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
     mode for a file, autocommit), with the table of ``schema`` created if missing."""
     if sqlite3.sqlite_version_info < (3, 24, 0):
         raise ToolsiftError(f"toolsift needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
-    # SQLite has pow() only when built with its math functions: the same one everywhere, called
-    # from inside the statement (so still atomic)
-    db.create_function("pow", 2, _pow, deterministic=True)
-    if str(path) != ":memory:":
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")  # WAL's own recommendation: a crash loses no commit
-    db.execute(schema)
+    try:
+        db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as e:
+        raise StoreFormatError(f"cannot open the store ({e})", path=str(path)) from None
+    try:
+        # SQLite has pow() only when built with its math functions: the same one everywhere,
+        # called from inside the statement (so still atomic)
+        db.create_function("pow", 2, _pow, deterministic=True)
+        if str(path) != ":memory:":
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL's own recommendation: a crash loses no commit
+        db.execute(schema)
+    except sqlite3.OperationalError as e:
+        db.close()
+        if "locked" in str(e) or "busy" in str(e):
+            raise  # another process held it past the busy timeout: not the file's fault
+        raise StoreFormatError(f"not a usable SQLite store ({e})", path=str(path)) from None
+    except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
+        db.close()
+        raise StoreFormatError(f"not a SQLite store ({e})", path=str(path)) from None
     return db
 
 
@@ -106,6 +118,7 @@ class UsageStore:
 
     Raises:
         InvalidParameterError: ``half_life_s`` is not a number > 0 or ``warmup`` not an int >= 0.
+        StoreFormatError: ``path`` is not a SQLite database, or cannot be created.
     """
 
     def __init__(

@@ -14,6 +14,12 @@ fn tokenize(text: &str) -> Vec<String> {
     crate::tokenizer::tokenize(text)
 }
 
+/// Words of `text` before stemming, as the tokenizer splits and normalises them.
+#[pyfunction]
+fn words(text: &str) -> Vec<String> {
+    crate::tokenizer::words(text)
+}
+
 /// Panics inside the core on purpose, to prove a panic reaches Python as `InternalError`.
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
@@ -260,6 +266,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyCaller>()?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stem, m)?)?;
+    m.add_function(wrap_pyfunction!(words, m)?)?;
     m.add_function(wrap_pyfunction!(definition_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(schema_text, m)?)?;
     m.add_function(wrap_pyfunction!(json_lines, m)?)?;

@@ -77,6 +77,7 @@ class Replicated(Protocol):
     def renumber(self, number: int) -> None: ...
     async def put_in_service(self, names: Iterable[str], digests: Mapping[str, str] | None = None) -> list[str]: ...
     async def announce(self, version: Version) -> None: ...
+    def learned_indexes(self, index: Index, built: Mapping[str, Index]) -> dict[str, Index]: ...
 
 
 class Replication:
@@ -212,7 +213,11 @@ class Replication:
                 entries[name] = _entry(server, upstream, tool, digest, hidden, cut)
         if stored.version <= gateway.version.number:  # a newer one came in meanwhile
             return
-        gateway.version = version = Version(stored.version, entries, index, held=held, table=table)
+        # each scope's learned texts on the new tools, as the lister's own swap does
+        learned = await anyio.to_thread.run_sync(gateway.learned_indexes, index, {})
+        if stored.version <= gateway.version.number:
+            return
+        gateway.version = version = Version(stored.version, entries, index, held=held, table=table, learned=learned)
         gateway.telemetry.reindexed(version.number, len(entries), len(held), "loaded", time.perf_counter() - started)
         self.loaded += 1
         gateway.log.write("version_loaded", version=version.number, tools=len(entries))

@@ -195,7 +195,6 @@ class Gateway:
         # being answered, who asked, when, and the tools called since (an event once the next comes)
         self.learned = Learned(config.usage or ":memory:") if config.learn else None
         self._pending: dict[str, tuple[str, CallerConfig, float, list[str]]] = {}
-        self._learned_at: dict[str, int] = {}  # scope -> changes its learned index was built at
         self._learned_on: Index | None = None  # the index those learned indexes were built on
 
     # -- callers -------------------------------------------------------------------------------
@@ -323,7 +322,7 @@ class Gateway:
             return Index(catalog, scan=config.scan, statistics=config.statistics, min_evidence=config.min_evidence)
 
         index = await anyio.to_thread.run_sync(build)
-        learned = await anyio.to_thread.run_sync(self._learned_indexes, index, {})
+        learned = await anyio.to_thread.run_sync(self.learned_indexes, index, {})
         new = [f for f in index.findings if (f.tool, f.kind, f.detail) not in self._reported]
         self._reported.update((f.tool, f.kind, f.detail) for f in new)
         withheld = self.config.scan == "withhold"
@@ -663,23 +662,21 @@ class Gateway:
         if taught:
             self.log.write("learned", caller=caller.name, tools=sorted(taught))
 
-    def _learned_indexes(self, index: Index, built: Mapping[str, Index]) -> dict[str, Index]:
-        """``index`` rebuilt with each scope's learned texts (a scope whose texts did not change
-        since the indexes of ``built`` were made on ``index`` keeps its own)."""
+    def learned_indexes(self, index: Index, built: Mapping[str, Index]) -> dict[str, Index]:
+        """``index`` rebuilt with each scope's learned texts as the store holds them now (this
+        replica's events, other replicas' sharing the store, ageing); a scope whose texts equal
+        those of its index in ``built``, made on ``index``, keeps that one."""
         if self.learned is None:
             return {}
         if index is not self._learned_on:
             built, self._learned_on = {}, index
         out: dict[str, Index] = {}
         for scope in self.learned.scopes():
-            changes, old = self.learned.changes(scope), built.get(scope)
-            if old is not None and self._learned_at.get(scope) == changes:
+            texts, old = self.learned.texts(scope, index), built.get(scope)
+            if old is not None and old.learned == texts:
                 out[scope] = old
-                continue
-            texts = self.learned.texts(scope, index)
-            if texts:
+            elif texts:
                 out[scope] = index.with_learned(texts)
-            self._learned_at[scope] = changes
         return out
 
     async def _learning(self) -> None:
@@ -697,12 +694,11 @@ class Gateway:
                         await anyio.to_thread.run_sync(self._observe, event)
             async with self._lock:  # not while a new version is being made
                 v = self.version
-                same = all(self.learned.changes(s) == self._learned_at.get(s) for s in self.learned.scopes())
-                if same and v.index is self._learned_on:
-                    continue
-                learned = await anyio.to_thread.run_sync(self._learned_indexes, v.index, v.learned)
+                learned = await anyio.to_thread.run_sync(self.learned_indexes, v.index, v.learned)
                 if self.version is not v:
                     continue  # a version from the cluster came meanwhile; the next round teaches it
+                if learned.keys() == v.learned.keys() and all(learned[s] is v.learned[s] for s in learned):
+                    continue  # no scope's texts changed
                 self.version = version = Version(
                     v.number, v.entries, v.index, held=v.held, table=v.table, learned=learned
                 )
