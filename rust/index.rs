@@ -150,6 +150,11 @@ impl Index {
         self.is_core[doc as usize]
     }
 
+    /// How many tools are core tools.
+    pub fn num_core(&self) -> usize {
+        self.is_core.iter().filter(|&&c| c).count()
+    }
+
     /// The BM25F parameters the index was built with.
     pub fn params(&self) -> &Bm25Params {
         &self.params

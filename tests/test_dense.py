@@ -386,3 +386,27 @@ def test_an_empty_catalog_with_an_embedder_answers_nothing() -> None:
     for embedder in (ConceptEmbedder(), CachedEmbedder(ConceptEmbedder())):  # (0, 64) and (0, 0) for no texts
         index = ts.Index([], embedder=embedder)  # type: ignore[arg-type]
         assert index.search("buy a gift", k=3) == [] and list(index.select("buy a gift").names) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n", "the of and", ts.Query((("weather forecast", 0.0),))])
+def test_a_query_without_words_matches_nothing_on_the_dense_side_either(query: str | ts.Query) -> None:
+    index = hybrid()
+    assert index.search(query) == []
+    assert index.select(query, budget_tokens=10_000).names == ()
+
+
+def test_bad_dense_arguments_are_refused_naming_them() -> None:
+    vectors = ConceptEmbedder().embed([t.description for t in TOOLS])
+    dense = DenseIndex(vectors)
+    for k, match in ((-1, "k must be >= 0"), (1.5, "k must be an int"), (True, "k must be an int")):
+        with pytest.raises(InvalidParameterError, match=match):
+            dense.search(vectors[0], k)  # type: ignore[arg-type]
+    for options, match in (
+        ({"ef": -5}, "ef must be >= 0"),
+        ({"ef": 0}, "ef must be >= 1"),
+        ({"M": "16"}, "M must be an int"),
+        ({"exact_fraction": 2.0}, r"exact_fraction must be in \[0, 1\]"),
+        ({"bogus": 1}, "unknown dense_options"),
+    ):
+        with pytest.raises(InvalidParameterError, match=match):
+            hybrid(dense_options=options)

@@ -127,3 +127,20 @@ def test_a_side_with_a_non_finite_score_says_nothing_and_never_ranks_a_missing_t
         assert order(got) == [7, 1, 2, 3, 4]
     overflowing = [(1, 1e308), (2, 1e308), (3, -1e308)]  # finite scores whose mean overflows
     assert order(fuse(overflowing, dense, 0.5))[0] == 7
+
+
+@pytest.mark.parametrize(
+    ("lexical", "alpha", "match"),
+    [
+        ([(0, "high")], 0.7, "lexical scores must be numbers"),
+        ([(0, None)], 0.7, "lexical scores must be numbers"),
+        ([(0, 1.0)], float("nan"), r"alpha must be in \[0, 1\]"),
+        ([(0, 1.0)], 5, r"alpha must be in \[0, 1\]"),
+        ([(0, 1.0)], "0.5", "alpha must be a number"),
+    ],
+)
+def test_fusion_refuses_scores_and_weights_that_are_not_numbers_in_range(
+    lexical: list[tuple[int, object]], alpha: object, match: str
+) -> None:
+    with pytest.raises(InvalidParameterError, match=match):
+        fuse(lexical, [(1, 0.5)], alpha)  # type: ignore[arg-type]

@@ -119,3 +119,20 @@ def test_the_setting_is_saved_and_checked(tmp_path: Path) -> None:
     reseal(path, with_options(parts(path), intents=1))
     with pytest.raises(SnapshotError, match="intents"):
         ts.Index.load(path)
+
+
+def test_a_tool_the_rerank_hook_dropped_is_not_brought_back_by_an_intent() -> None:
+    def drop_hotel(query: ts.Query, hits: list[ts.Hit]) -> list[ts.Hit]:
+        return [h for h in hits if h.tool.name != "book_hotel"]
+
+    index = ts.Index(TOOLS, rerank=drop_hotel)
+    assert "book_hotel" in names(ts.Index(TOOLS).search(COMPOUND, k=4))  # the hotel intent's tool
+    assert "book_hotel" not in names(index.search(COMPOUND, k=4))
+    assert "book_hotel" not in index.select(COMPOUND).names
+
+
+def test_a_query_whose_pieces_all_weigh_zero_matches_nothing_with_intents_too() -> None:
+    index = ts.Index(TOOLS)
+    silent = ts.Query(((COMPOUND, 0.0),))
+    assert clauses(silent) == []
+    assert index.search(silent) == [] and index.select(silent).names == ()

@@ -127,3 +127,38 @@ def test_tool_search_of_a_gated_toolbox_answers_no_tool() -> None:
     box = ts.Toolbox(ts.Index(TOOLS, min_evidence=0.5), caller=EVERYONE, tiers=ts.ToolTierOptions())
     assert box.call("tool_search", {"query": "get me the data"}) == "[]"
     assert "get_weather" in box.call("tool_search", {"query": "weather in Paris"})
+
+
+def test_the_gate_gives_one_verdict_per_request_whatever_k_or_budget() -> None:
+    # the best-scoring tool holds little evidence, a lower one enough: the gate is open
+    tools = [
+        ts.Tool("get_data", "Get the data. Get data, data of data."),
+        ts.Tool("get_report", "Get report data"),
+        ts.Tool("get_list", "Get list"),
+        ts.Tool("lookup", "Look up a record", {"type": "object", "properties": {"id": {"description": "a zebra id"}}}),
+    ]
+    index = ts.Index(tools, min_evidence=0.9)
+    query = "get data zebra"
+    assert max(index.evidence(query, ["get_data"])) < 0.9 <= max(index.evidence(query, ["lookup"]))
+    for k in (1, 2, 4):
+        assert len(index.search(query, k=k)) == k
+    for cap in (1, 2, 4):
+        assert len(index.select(query, max_tools=cap)) == cap
+
+
+def test_a_core_tool_is_no_evidence_that_other_tools_fit() -> None:
+    index = ts.Index(TOOLS, min_evidence=0.5)
+    query = "help articles data"  # only the core tool holds these words' evidence
+    assert index.evidence(query, ["search_help"])[0] >= 0.5 > max(index.evidence(query, ["get_data", "get_report"]))
+    assert index.search(query) == []
+    assert index.select(query).names == ("search_help",)
+
+
+def test_evidence_refuses_bad_names_and_queries_with_typed_errors() -> None:
+    index = ts.Index(TOOLS)
+    with pytest.raises(InvalidParameterError, match="names must be a list"):
+        index.evidence("data", "get_data")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="names must hold tool names"):
+        index.evidence("data", [1])  # type: ignore[list-item]
+    with pytest.raises(InvalidParameterError, match="lone surrogate"):
+        index.evidence("data\ud800", ["get_data"])

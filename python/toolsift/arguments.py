@@ -45,6 +45,18 @@ def flag(name: str, value: object) -> bool:
     return value
 
 
+def tool_names(what: str, names: object) -> list[str]:
+    """``names`` as a list of tool names; raises :class:`InvalidParameterError` for a single
+    string (whose letters would otherwise be read as names) or anything but strings."""
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+        raise InvalidParameterError(f"{what} must be a list of tool names, not {type(names).__name__}")
+    out = list(names)
+    for name in out:
+        if not isinstance(name, str):
+            raise InvalidParameterError(f"{what} must hold tool names (strings), not {name!r}")
+    return out
+
+
 def evidence_floor(min_evidence: object) -> float | None:
     """The relevance gate's floor: ``None`` (off) or a finite number >= 0."""
     if min_evidence is None:

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ._core import top_rows
+from .arguments import count, number
 from .errors import InvalidParameterError, MissingExtraError
 from .progress import Progress, Reporter
 
@@ -207,6 +208,12 @@ class DenseIndex:
         exact_below: int = 5_000,
         exact_fraction: float = 0.1,
     ) -> None:
+        for what, value, least in (("M", M, 2), ("ef_construction", ef_construction, 1), ("ef", ef, 1)):
+            if count(what, value) < least:
+                raise InvalidParameterError(f"{what} must be >= {least}, got {value}")
+        exact_below = count("exact_below", exact_below)
+        if not 0.0 <= number("exact_fraction", exact_fraction) <= 1.0:
+            raise InvalidParameterError(f"exact_fraction must be in [0, 1], not {exact_fraction!r}")
         self.vectors = unit_rows(vectors, "tool vectors")
         self.ef, self.exact_fraction = ef, exact_fraction
         self.graph: Any = None
@@ -227,6 +234,7 @@ class DenseIndex:
 
     def search(self, query: Vectors, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first."""
+        k = count("k", k)
         q = unit_rows(query, "query vector")[0]
         if not len(self):  # an empty catalog: nothing to find, whatever the embedder said its size is
             return np.zeros(0, np.uint32), np.zeros(0, np.float32)

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _core
+from .arguments import number
 from .errors import InvalidParameterError
 from .query import Query
 from .results import Hit
@@ -38,11 +39,28 @@ def _positions(values: ArrayLike, side: str) -> np.ndarray:
         array = np.asarray(values)
     except (OverflowError, ValueError, TypeError):
         raise wrong from None
+    if array.ndim != 1:
+        raise InvalidParameterError(f"{side} positions must be one list, not an array of {array.ndim} dimensions")
     if array.dtype == np.uint32:
         return np.ascontiguousarray(array)
     if array.size and (array.dtype.kind not in "iu" or array.min() < 0 or array.max() > np.iinfo(np.uint32).max):
         raise wrong
     return array.astype(np.uint32)
+
+
+def _scores(values: ArrayLike, side: str, n: int) -> np.ndarray:
+    """One side's scores as float64, one per position (numbers, not ``None`` or text)."""
+    wrong = InvalidParameterError(f"{side} scores must be numbers")
+    try:
+        array = np.asarray(values)
+    except (OverflowError, ValueError, TypeError):
+        raise wrong from None
+    if array.dtype.kind not in "biuf":
+        raise wrong
+    array = np.ascontiguousarray(array, np.float64)
+    if array.shape != (n,):
+        raise InvalidParameterError(f"{side} scores must be {n} numbers, one per position, not shape {array.shape}")
+    return array
 
 
 def fuse_arrays(
@@ -51,10 +69,12 @@ def fuse_arrays(
     """:func:`fuse` on ``(positions, scores)`` arrays, each side's positions distinct: the fused
     positions (uint32) and scores (float64), best first. The per-request path of a hybrid index,
     computed by the core (``rust/fusion.rs``)."""
-    sides = [
-        (_positions(p, name), np.ascontiguousarray(s, np.float64))
-        for (p, s), name in ((lexical, "lexical"), (dense, "dense"))
-    ]
+    if not 0.0 <= number("alpha", alpha) <= 1.0:
+        raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
+    sides = []
+    for (p, s), name in ((lexical, "lexical"), (dense, "dense")):
+        at = _positions(p, name)
+        sides.append((at, _scores(s, name, len(at))))
     positions, scores = _core.fuse(sides[0], sides[1], float(alpha))
     return positions, scores
 
@@ -90,7 +110,7 @@ def fuse_numpy(
 def fuse(lexical: Ranking, dense: Ranking, alpha: float = DEFAULT_ALPHA) -> list[tuple[int, float]]:
     """One ranking from a lexical and a dense one: ``alpha · z_lexical + (1 - alpha) · z_dense``,
     a tool missing from a side at that side's lowest z-score. Each side lists a tool once."""
-    sides = [([p for p, _ in r], np.array([s for _, s in r], np.float64)) for r in (lexical, dense)]
+    sides = [([p for p, _ in r], [s for _, s in r]) for r in (lexical, dense)]
     positions, scores = fuse_arrays(sides[0], sides[1], alpha)
     return list(zip(positions.tolist(), scores.tolist(), strict=True))
 

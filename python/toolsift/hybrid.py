@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
 from .arguments import count, number
 from .callers import Perms
 from .dense import DenseIndex, Embedder, embed_tools, query_embedding, unit_rows
@@ -25,6 +26,8 @@ from .registry import Tool
 from .results import Hit
 from .text import dense_text
 
+DENSE_OPTIONS = frozenset(("M", "ef_construction", "ef", "exact_below", "exact_fraction"))
+"""The keyword arguments of :class:`~toolsift.dense.DenseIndex` that ``dense_options`` may give."""
 QUERY_CACHE = 4096
 """Query texts whose vectors a hybrid index keeps, least recently used dropped first (384
 dimensions: about 6 MB of vectors)."""
@@ -60,6 +63,9 @@ class Hybrid:
             raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
         self.embedder, self.alpha, self.rerank, self.depth = embedder, alpha, rerank, count("depth", depth)
         self.dense: DenseIndex | None = None
+        unknown = sorted(set(dense_options or {}) - DENSE_OPTIONS)
+        if unknown:
+            raise InvalidParameterError(f"unknown dense_options {unknown}; they are {sorted(DENSE_OPTIONS)}")
         if embedder is not None:
             if vectors is None:
                 vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
@@ -104,8 +110,10 @@ class Hybrid:
         """Lexical, then dense, fused, then reranked: the top ``depth`` tools the caller may use
         (among the positions of ``scope``, when given)."""
         positions, scores = lexical.search(list(query.parts), perms, depth, scope)
-        if self.dense is not None and self.embedder is not None and query.parts:
-            texts, weights = zip(*query.parts, strict=True)
+        # the pieces with words: a query of none matches nothing on either side
+        worded = [(t, w) for t, w in query.parts if w > 0 and _core.tokenize(t)]
+        if self.dense is not None and self.embedder is not None and worded:
+            texts, weights = zip(*worded, strict=True)
             vectors = np.stack([self.query_vector(t, perms.key) for t in texts])
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):

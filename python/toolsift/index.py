@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
-from .arguments import check_queries, count, evidence_floor, flag, limit, query_parts
+from .arguments import check_queries, count, evidence_floor, flag, limit, query_parts, tool_names
 from .callers import WITHHELD, Caller, Masks, Perms, perms_of
 from .dense import Embedder
 from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolError
@@ -41,6 +41,9 @@ from .snapshot import save as save_file
 from .tenancy import TENANT_CACHE_BYTES, Tenants
 
 __all__ = ["Caller", "Hit", "Index"]
+
+GATE_PROBE = 10
+"""Best-ranked non-core tools the relevance gate looks at for a request's evidence."""
 
 log = logging.getLogger("toolsift.index")
 
@@ -86,14 +89,15 @@ class Index:
             recently used caller's is dropped first. The index just built is always kept, even
             alone past the bound (0 keeps only the latest). Defaults to
             :data:`toolsift.tenancy.TENANT_CACHE_BYTES` (256 MiB).
-        min_evidence: The relevance gate (``None``, the default: off). When no ranked tool holds
-            at least this much evidence for the query (the summed IDF of the distinct query
-            words it contains, in units of the IDF of a word only one tool has; digits-only
-            words count for nothing: see :meth:`evidence`), :meth:`search` returns nothing and
-            :meth:`select` the core tools only, so a request that nothing in the catalog fits
-            does not fill the budget. ``benches/relevance.py`` measures the trade-off on BFCL
-            (0.5 refuses about a third more of the requests no tool fits, at half a point of
-            recall@10); see the README.
+        min_evidence: The relevance gate (``None``, the default: off). When none of the
+            caller's :data:`GATE_PROBE` best-ranked non-core tools for the request (lexically,
+            whatever ``k``, budget, intents or dense side) holds at least this much evidence for
+            it (the summed IDF of the distinct query words it contains, in units of the IDF of a
+            word only one tool has; digits-only words count for nothing: see :meth:`evidence`),
+            :meth:`search` returns nothing and :meth:`select` the core tools only, so a request
+            that nothing in the catalog fits does not fill the budget. ``benches/relevance.py``
+            measures the trade-off on BFCL (0.5 refuses about a third more of the requests no
+            tool fits, at half a point of recall@10); see the README.
         intents: Rank each intent of a compound request on its own too, and merge the rankings so
             that every intent gets tools (see :mod:`toolsift.intents`); a request of one intent
             is ranked as a whole either way. On by default.
@@ -206,6 +210,7 @@ class Index:
         self._tools: Sequence[Tool] = parts.tools
         self._positions: Mapping[str, int] = parts.positions
         self._core: Any = parts.core
+        self._core_count: int = parts.core.num_core()
         self._scoring, self._statistics = parts.scoring, statistics
         self.findings: tuple[Finding, ...] = parts.findings
         """The scanner's findings (``scan="report"`` or ``"withhold"``), in registry order."""
@@ -408,20 +413,25 @@ class Index:
         conversation with :meth:`Query.from_messages`). Returns fewer than ``k`` hits when fewer
         tools match; an empty query matches nothing. ``group`` limits the search to the tools of
         a group (or of several; see ``group_by`` and :meth:`groups`), ``groups`` to those of the
-        ``groups`` groups whose best tool ranks highest for the query.
+        ``groups`` groups whose best tool ranks highest for the query. With a dense side, the
+        two rankings are fused over each side's first ``max(k, depth)`` tools, so a ``k`` above
+        ``depth`` standardises over more scores and may order the first tools differently.
         """
         k, perms = count("k", k), perms_of(caller)
         scope = self._scope(query, perms, group, groups)
+        if self._gate_closed(query, perms, scope):
+            return []
         if self._hybrid.lexical_only:
-            hits = self._hits(self._search(query, perms, k, scope))
+            ranked = hits = self._hits(self._search(query, perms, k, scope))
         else:
-            hits = self._hybrid.rank(
+            ranked = self._hybrid.rank(
                 self._lexical, self._tools, Query.of(query), perms, max(k, self._hybrid.depth), scope
-            )[:k]
+            )
+            hits = ranked[:k]
         intents = self._intent_rankings(query, perms, k, scope) if self._intents and may_have_clauses(query) else []
         if intents:
-            hits = merge(self._tools, hits, intents, k)
-        return [] if self._gate_closed(query, perms, lambda: [h.position for h in hits]) else hits
+            hits = merge(self._tools, hits, self._reranked(intents, ranked), k)
+        return hits
 
     def select(
         self,
@@ -449,6 +459,8 @@ class Index:
         )
         perms = perms_of(caller)
         scope = self._scope(query, perms, group, groups)
+        if self._gate_closed(query, perms, scope):
+            return Selection(self, self._lexical.select("", perms, tokens, cap, scope), budget_tokens)  # core only
         intents = (
             self._checked([query], lambda: self._intent_rankings(query, perms, self._hybrid.depth, scope))
             if self._intents and may_have_clauses(query)
@@ -458,8 +470,6 @@ class Index:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:
             packed = self._pack(self._ranked(query, perms, scope, intents), perms, tokens, cap, scope)
-        if self._gate_closed(query, perms, lambda: [p for p in packed[0] if not self._core.is_core(p)]):
-            packed = self._lexical.select("", perms, tokens, cap, scope)  # the core tools only
         return Selection(self, packed, budget_tokens)
 
     def search_many(self, queries: Sequence[str | Query], *, k: int = 10, caller: Caller = None) -> list[list[Hit]]:
@@ -497,12 +507,14 @@ class Index:
         """The relevance gate's evidence of each named tool for ``query`` (see ``min_evidence``
         of :class:`Index`), with the caller's statistics in tenant mode. A tool the caller may
         not use raises :class:`~toolsift.errors.UnknownToolError`, like an unknown one."""
-        perms = perms_of(caller)
-        positions = [self._positions[n] if self.allows(n, caller=perms.names) else None for n in map(name_arg, names)]
+        perms, names = perms_of(caller), tool_names("names", names)
+        positions = [self._positions[n] if self.allows(n, caller=perms.names) else None for n in names]
         for name, at in zip(names, positions, strict=True):
             if at is None:
                 raise UnknownToolError(name)
-        return self._lexical.evidence(query_parts(query), perms, [p for p in positions if p is not None])
+        found = [p for p in positions if p is not None]
+        evidence: list[float] = self._checked([query], lambda: self._lexical.evidence(query_parts(query), perms, found))
+        return evidence
 
     # -- the steps of a query ------------------------------------------------------------------
     def _scope(self, query: str | Query, perms: Perms, group: Groups, groups: int | None) -> np.ndarray | None:
@@ -546,7 +558,18 @@ class Index:
             ranked = self._hits(self._lexical.search(query_parts(query), perms, depth, scope))
         else:
             ranked = self._hybrid.rank(self._lexical, self._tools, Query.of(query), perms, depth, scope)
-        return merge(self._tools, ranked, intents, depth) if intents else ranked
+        return merge(self._tools, ranked, self._reranked(intents, ranked), depth) if intents else ranked
+
+    def _reranked(self, intents: list[IntentRanking], ranked: list[Hit]) -> list[IntentRanking]:
+        """The intents' rankings, cut to the tools of ``ranked`` when a rerank hook made it: the
+        hook may drop a tool, and no intent brings it back."""
+        if self._hybrid.rerank is None:
+            return intents
+        kept = {h.position for h in ranked}
+        return [
+            ([p for p in positions if p in kept], [s for p, s in zip(positions, scores, strict=True) if p in kept])
+            for positions, scores in intents
+        ]
 
     def _pack(self, ranked: list[Hit], perms: Perms, tokens: int, cap: int | None, scope: np.ndarray | None) -> Packed:
         order = np.array([h.position for h in ranked], dtype=np.uint32)
@@ -558,13 +581,17 @@ class Index:
         """The intents' own rankings when ``intents`` is on and the request has two or more."""
         return rank_intents(self._lexical, query, perms, depth, scope) if self._intents else []
 
-    def _gate_closed(self, query: str | Query, perms: Perms, positions: Callable[[], list[int]]) -> bool:
-        """True when the relevance gate is on and none of the ranked ``positions()`` reaches its
-        floor (they are listed only when the gate is on: a request pays nothing for it off)."""
+    def _gate_closed(self, query: str | Query, perms: Perms, scope: np.ndarray | None) -> bool:
+        """True when the relevance gate is on and none of the caller's :data:`GATE_PROBE` best
+        lexically ranked non-core tools (in ``scope``) reaches its floor: one verdict per request,
+        the same for a search of any ``k`` and a selection of any budget. Core tools, sent
+        anyway, are no evidence. Off, a request pays nothing for it."""
         if self._min_evidence is None:
             return False
-        ranked = positions()
-        return bool(ranked) and max(self._lexical.evidence(query_parts(query), perms, ranked)) < self._min_evidence
+        cores = self._core_count
+        positions = self._search(query, perms, GATE_PROBE + cores, scope)[0].tolist()
+        probe = [p for p in positions if not self._core.is_core(p)][:GATE_PROBE] if cores else positions
+        return bool(probe) and max(self._lexical.evidence(query_parts(query), perms, probe)) < self._min_evidence
 
     def _batchable(self, queries: Sequence[str | Query]) -> bool:
         """True when one call into the core answers the batch as :meth:`search` and

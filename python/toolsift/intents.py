@@ -53,7 +53,8 @@ def may_have_clauses(query: str | Query) -> bool:
 
 
 def clauses(query: str | Query) -> list[str]:
-    """The clauses of the highest-weight pieces of ``query``, in order (empty ones dropped)."""
+    """The clauses of the highest-weight pieces of ``query``, in order (empty ones dropped; none
+    when every piece weighs 0, as such a query matches nothing)."""
     if isinstance(query, str):  # the common case, without building a Query
         if not may_have_clauses(query) or not _CUT.search(query):
             return [query]
@@ -62,6 +63,8 @@ def clauses(query: str | Query) -> list[str]:
     if not parts:
         return []
     top = max(w for _, w in parts)
+    if top <= 0:
+        return []
     return [c.strip() for text, w in parts if w == top for c in _CUT.split(text) if c.strip()]
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _core
+from .arguments import tool_names
 from .errors import InvalidParameterError
 from .intents import clauses
 from .query import Query, check_text
@@ -98,18 +99,6 @@ def words(text: str) -> list[str]:
         if not word.isdigit() and len(_core.tokenize(word)) == 1:
             out.setdefault(word)
     return list(out)
-
-
-def tool_names(what: str, names: object) -> list[str]:
-    """``names`` as a list of tool names; raises :class:`InvalidParameterError` for a single
-    string (whose letters would otherwise be read as names) or anything but strings."""
-    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
-        raise InvalidParameterError(f"{what} must be a list of tool names, not {type(names).__name__}")
-    out = list(names)
-    for name in out:
-        if not isinstance(name, str):
-            raise InvalidParameterError(f"{what} must hold tool names (strings), not {name!r}")
-    return out
 
 
 def attribute(index: Index, request: str | Query, called: Sequence[str], caller: Caller = None) -> dict[str, str]:

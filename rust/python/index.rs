@@ -462,6 +462,11 @@ impl PyIndex {
         Ok(self.inner.is_core(self.position(position)?))
     }
 
+    /// How many tools are core tools.
+    fn num_core(&self) -> usize {
+        self.inner.num_core()
+    }
+
     /// Heap bytes the index holds (postings, dictionary, permissions, per-tool arrays).
     fn memory_bytes(&self) -> usize {
         self.inner.memory_bytes()
