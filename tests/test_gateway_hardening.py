@@ -8,6 +8,7 @@ import gc
 import json
 import random
 import socket
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -346,3 +347,34 @@ def test_the_mcp_param_check_sees_only_schemas_of_tools_listed_to_the_caller(gat
         assert schema(alice, "files__delete_file") is None  # needs "admin"
         assert schema(alice, "weather__get_forecast") is None  # found through tool_search, not listed
         assert schema(alice, "tool_search") is None and schema(None, "files__read_file") is None
+
+
+def test_a_call_that_ran_is_answered_even_when_its_usage_cannot_be_recorded(
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def locked(user: str, tool: str) -> None:  # the usage database locked past its busy timeout
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(gateway.usage, "record", locked)
+
+    async def scenario() -> None:
+        async with session(gateway, ALICE) as alice:
+            result = await call(alice, "weather__get_forecast", {"city": "Oslo"})
+            assert (result.is_error, text_of(result)) == (False, "Oslo: sunny for 3 days")  # not retried twice
+
+    anyio.run(scenario)
+    calls = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().splitlines() if '"call"' in line]
+    assert calls[-1]["outcome"] == "ok"
+
+
+def test_a_call_tool_name_that_is_not_a_string_is_logged_by_its_type(gateway: Gateway, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ALICE) as alice:
+            result = await alice.call_tool("call_tool", {"name": {"x": "y" * 1_000_000}, "arguments": {}})
+            assert result.is_error
+
+    before = (tmp_path / "gateway.jsonl").stat().st_size
+    anyio.run(scenario)
+    grown = (tmp_path / "gateway.jsonl").stat().st_size - before
+    assert grown < 2 * MAX_LOG_CHARS
+    assert '"tool": "<dict>"' in (tmp_path / "gateway.jsonl").read_text()

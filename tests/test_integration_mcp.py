@@ -18,11 +18,10 @@ import mcp_types as types
 from mcp.client import Client
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPError
 
 import toolsift as ts
 from helpers import readme_block
-from toolsift.errors import InvalidParameterError, InvalidToolError
+from toolsift.errors import InvalidParameterError
 from toolsift.integrations.mcp import SEARCH_OUTPUT_SCHEMA, front
 
 MODES = ["legacy", "auto"]
@@ -242,7 +241,7 @@ def test_bad_requests_and_bad_setups_name_what_is_wrong() -> None:
         front(server, caller=None)
 
 
-def test_a_server_tool_named_like_a_meta_tool_is_refused_by_name() -> None:
+def test_a_server_tool_named_like_a_meta_tool_is_left_out_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     server = MCPServer("clash")
 
     @server.tool()
@@ -250,18 +249,46 @@ def test_a_server_tool_named_like_a_meta_tool_is_refused_by_name() -> None:
         """A tool of the same name as toolsift's."""
         return query
 
+    @server.tool()
+    def read_file(path: str) -> str:
+        """Read a text file."""
+        return f"read {path}"
+
     fronted = front(server, caller=None)
 
     async def main() -> None:
         async with Client(server, mode="legacy", cache=None) as client:
-            with pytest.raises(MCPError, match="tool_search"):
-                await client.list_tools()
+            assert [t.name for t in (await client.list_tools()).tools] == ["tool_search", "call_tool"]
             ctx: Any = None
-            with pytest.raises(InvalidToolError) as info:
-                await fronted.current(ctx)
-            assert (info.value.tool, info.value.field) == ("tool_search", "name")
+            assert (await fronted.current(ctx)).index.names == ["read_file"]
+            result = await client.call_tool("call_tool", {"name": "read_file", "arguments": {"path": "a"}})
+            assert text(result) == "read a"
 
-    anyio.run(main)
+    with caplog.at_level("WARNING", logger="toolsift.integrations.mcp"):
+        anyio.run(main)
+    assert "tool 'tool_search'" in caplog.text and "reserved" in caplog.text
+
+
+def test_one_bad_definition_costs_that_tool_only_and_no_caller_hears_its_name(caplog: pytest.LogCaptureFixture) -> None:
+    ran: list[str] = []
+    odd = types.Tool(name="odd", description="odd tool", input_schema={"type": "string"})
+    pages = [[tool("read_file", "Read a file"), tool("list_dir", "List a folder"), tool("list_dir", "Again"), odd]]
+    server = lowlevel(pages, ran)
+    front(server, caller=None, permissions={"odd": "admin", "list_dir": "admin"})  # the public caller: read_file
+
+    async def main() -> None:
+        async with Client(server, mode="legacy", cache=None) as client:
+            listed = (await client.list_tools()).tools
+            assert "odd" not in str(listed) and "list_dir" not in str(listed)
+            result = await client.call_tool("call_tool", {"name": "read_file", "arguments": {}})
+            assert (result.is_error, text(result)) == (False, "ran read_file")
+            refused = await client.call_tool("call_tool", {"name": "odd", "arguments": {}})
+            assert (refused.is_error, text(refused)) == (True, "Unknown tool: odd")
+
+    with caplog.at_level("WARNING", logger="toolsift.integrations.mcp"):
+        anyio.run(main)
+    assert ran == ["read_file"]
+    assert "tool 'list_dir': the server lists this name twice" in caplog.text and "tool 'odd'" in caplog.text
 
 
 def test_readme_mcp_example_runs() -> None:

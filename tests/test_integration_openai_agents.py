@@ -120,11 +120,15 @@ def test_a_converted_tool_rechecks_the_permission_when_the_model_calls_it() -> N
     with pytest.raises(UnknownToolError) as missing:
         function_tool(box, "no_such_tool")
     assert str(forbidden.value) == str(missing.value).replace("no_such_tool", "issue_refund")
-    # a definition handed over by hand still runs through the toolbox, which refuses it
-    smuggled = function_tool(box, {"name": "issue_refund", "description": "Refund", "parameters": {"type": "object"}})
-    model = ScriptedModel([[function_call("issue_refund", {}, call_id="d")], [assistant_message("no")]])
+    # a catalog tool handed over as a definition (another caller's selection) is refused too:
+    # its description and schema never reach this caller's model
+    with pytest.raises(UnknownToolError, match="issue_refund"):
+        function_tool(box, {"name": "issue_refund", "description": "Refund", "parameters": {"type": "object"}})
+    # a definition of a tool outside the catalog still runs through the toolbox, which refuses it
+    smuggled = function_tool(box, {"name": "wire_money", "description": "Wire", "parameters": {"type": "object"}})
+    model = ScriptedModel([[function_call("wire_money", {}, call_id="d")], [assistant_message("no")]])
     result = Runner.run_sync(Agent(name="plain", model=model, tools=[smuggled]), "refund", run_config=NO_TRACES)
-    assert "unknown tool 'issue_refund'" in outputs(result)["d"] and ran == []
+    assert "unknown tool 'wire_money'" in outputs(result)["d"] and ran == []
 
 
 def test_the_model_reads_why_a_call_was_refused_but_not_a_handlers_exception() -> None:
@@ -134,22 +138,22 @@ def test_the_model_reads_why_a_call_was_refused_but_not_a_handlers_exception() -
     box = ts.Toolbox(CATALOG, caller=("orders.read",), handlers={"order_status": leaky})
     model = ScriptedModel(
         [
-            [function_call("order_status", {}, call_id="h"), function_call("issue_refund", {}, call_id="r")],
+            [function_call("order_status", {}, call_id="h"), function_call("wire_money", {}, call_id="r")],
             [assistant_message("sorry")],
         ]
     )
-    tools = [function_tool(box, "order_status"), function_tool(box, {"name": "issue_refund", "parameters": {}})]
+    tools = [function_tool(box, "order_status"), function_tool(box, {"name": "wire_money", "parameters": {}})]
     out = outputs(Runner.run_sync(Agent(name="plain", model=model, tools=tools), "?", run_config=NO_TRACES))
     assert "hunter2" not in out["h"] and "error occurred" in out["h"]  # the SDK's fixed text
-    assert "unknown tool 'issue_refund'" in out["r"]  # toolsift's: the model need not retry
+    assert "unknown tool 'wire_money'" in out["r"]  # toolsift's: the model need not retry
 
 
 def test_a_refusal_raises_when_the_failure_function_is_none() -> None:
     ran: list[str] = []
     strict = function_tool(
-        toolbox(ran), {"name": "issue_refund", "description": "", "parameters": {}}, failure_error_function=None
+        toolbox(ran), {"name": "wire_money", "description": "", "parameters": {}}, failure_error_function=None
     )
-    model = ScriptedModel([[function_call("issue_refund", {}, call_id="d")]])
+    model = ScriptedModel([[function_call("wire_money", {}, call_id="d")]])
     with pytest.raises(UserError) as raised:  # the SDK wraps what a tool raises
         Runner.run_sync(Agent(name="plain", model=model, tools=[strict]), "refund", run_config=NO_TRACES)
     assert isinstance(raised.value.__cause__, UnknownToolError) and ran == []
@@ -332,3 +336,20 @@ def test_hosted_search_defers_every_non_core_tool_and_calls_still_recheck_permis
     result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
     assert result.final_output == "It has shipped." and ran == ["order_status"]
     assert box.used == {"order_status": 1}
+
+
+def test_the_adapters_check_the_permissions_the_toolbox_read_once() -> None:
+    from toolsift.integrations.openai_agents import hosted_search_tools
+
+    catalog = ts.Catalog(
+        [ts.Tool("weather", "Weather"), ts.Tool("refund", "Refund a payment", permissions=["billing"])]
+    )
+    # a one-shot iterable is read once, by the toolbox; the adapters use what it read
+    box = ts.Toolbox(catalog, tiers=ts.ToolTierOptions(core=["refund"]), caller=(p for p in ["billing"]))
+    assert [t.name for t in hosted_search_tools(box)] == ["refund", "weather", "tool_search"]
+    assert function_tool(box, "refund").name == "refund"
+    # a set changed after the toolbox was made changes nothing: listings and calls agree
+    perms = {"billing"}
+    box = ts.Toolbox(catalog, tiers=ts.ToolTierOptions(), caller=perms, handlers={"refund": lambda a: "refunded"})
+    perms.discard("billing")
+    assert box.perms == ("billing",) and function_tool(box, "refund").name == "refund"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import toolsift as ts
-from toolsift.errors import InvalidToolError, UnknownToolError
+from toolsift.errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from toolsift.plan import Tier
 from toolsift.tiers import Hooks, MissingHandlerError, Toolbox, ToolEvent, ToolTierOptions
 
@@ -231,3 +231,44 @@ def test_anthropic_hosted_search_defers_all_but_core_and_references_name_found_t
     assert [(t["name"], t.get("defer_loading", False)) for t in hosted] == [("read_file", False), ("weather", True)]
     assert box.search_references("current weather") == [{"type": "tool_reference", "tool_name": "weather"}]
     assert box.search_references("open vault") == []
+
+
+TOOLS = [ts.Tool("weather", "Current weather for a city", WEATHER_SCHEMA), ts.Tool("search_docs", "Search the docs")]
+
+
+class BrokenUsage(ts.UsageStore):
+    """A usage store whose writes fail (a locked or full database) after the call ran."""
+
+    def record(self, user: str, tool: str) -> None:
+        raise OSError("disk full")
+
+
+def test_a_call_that_ran_returns_its_result_when_its_usage_cannot_be_recorded(caplog: pytest.LogCaptureFixture) -> None:
+    ran: list[dict[str, Any]] = []
+    box = Toolbox(
+        ts.Catalog(TOOLS), handlers={"weather": lambda args: ran.append(dict(args)) or "sunny"}, usage=BrokenUsage()
+    )
+    with caplog.at_level("WARNING", logger="toolsift.tiers"):
+        assert box.call("weather", {"city": "Oslo"}) == "sunny"  # not an error the model would retry
+    assert ran == [{"city": "Oslo"}] and "usage of 'weather' not recorded" in caplog.text
+
+
+def test_a_user_key_the_usage_store_would_refuse_is_refused_before_any_call() -> None:
+    with pytest.raises(InvalidParameterError, match="user holds a lone surrogate"):
+        Toolbox(ts.Catalog(TOOLS), user="alice\ud800")
+
+
+def test_the_name_checked_is_the_name_whose_handler_runs() -> None:
+    class Lying(str):  # equal to and hashed like another name: only Python code can pass one
+        def __eq__(self, other: object) -> bool:
+            return other == "search_docs" or str.__eq__(self, other)
+
+        def __hash__(self) -> int:
+            return hash("search_docs")
+
+    ran: list[str] = []
+    handlers = {n: (lambda args, n=n: ran.append(n)) for n in ("weather", "search_docs")}
+    box = Toolbox(ts.Catalog(TOOLS), handlers=handlers)  # type: ignore[arg-type]
+    box.call(Lying("weather"), {})
+    assert ran == ["weather"]
+    assert box.index.get(Lying("weather")).name == "weather"

@@ -388,6 +388,7 @@ class Index:
 
     def get(self, name: str, *, caller: Caller = None) -> Tool:
         """The tool called ``name`` if the caller may use it; unknown and forbidden look the same."""
+        name = name_arg(name)  # the checked name is the one looked up (a str subclass could lie)
         if not self.allows(name, caller=caller):
             raise UnknownToolError(name)
         return self._tools[self._positions[name]]

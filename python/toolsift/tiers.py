@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
@@ -29,9 +30,11 @@ from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError
 from .index import Index
 from .learning import Learned
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
-from .query import Query
-from .registry import Catalog, Tool
+from .query import Query, check_text
+from .registry import Catalog, Tool, name_arg
 from .usage import Usage
+
+log = logging.getLogger("toolsift.tiers")
 
 
 @dataclass
@@ -106,7 +109,9 @@ class Toolbox:
         tiers: Tier options; ``None`` sends every tool the caller may use. With tiers, a tool the
             caller may use must not be called ``tool_search`` or ``call_tool`` (the meta-tools'
             names): the toolbox refuses it with :class:`~toolsift.errors.InvalidToolError`.
-        caller: Permissions of the caller; only tools it may use are ever named or run.
+        caller: Permissions of the caller; only tools it may use are ever named or run. They
+            are read once, when the toolbox is made (:attr:`perms`): to revoke one, make a new
+            toolbox.
         handlers: ``{name: fn(arguments) -> result}``.
         hooks: Callbacks around every real tool call.
         usage: A usage store (:class:`~toolsift.UsageStore`, :class:`~toolsift.RedisUsageStore`)
@@ -139,8 +144,8 @@ class Toolbox:
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
         self._perms = perms_of(self.caller).names
-        if self.user is not None and not isinstance(self.user, str):
-            raise InvalidParameterError(f"user must be a string or None, not {type(self.user).__name__}")
+        if self.user is not None:
+            check_text("user", self.user)  # refused now, not by the usage store after a call ran
         self.user = self._user = usage_key(self._perms) if self.user is None else self.user
         for reserved in (SEARCH, CALL) if self.tiers is not None else ():
             if self.index.allows(reserved, caller=self._perms):  # one the caller may not use is never named
@@ -167,6 +172,12 @@ class Toolbox:
     def allowed_tools(self) -> list[Tool]:
         """Every tool the caller may use, in registry order."""
         return [self.index.tool(i) for i in self._allowed_positions()]
+
+    @property
+    def perms(self) -> tuple[str, ...]:
+        """The caller's permissions as read when the toolbox was made: what every listing,
+        search and call of it checks."""
+        return self._perms
 
     def plan(self) -> dict[str, Tier]:
         """``{name: tier}`` for every tool the caller may use; built on first use, then frozen."""
@@ -311,6 +322,7 @@ class Toolbox:
             if not isinstance(target, str) or not isinstance(inner, Mapping):
                 raise InvalidParameterError("call_tool needs a string 'name' and an object 'arguments'")
             name, arguments, via = target, dict(inner), CALL
+        name = name_arg(name)  # the checked name is the one looked up (a str subclass could lie)
         if not self.index.allows(name, caller=self._perms):
             raise UnknownToolError(name)  # forbidden and unknown look the same
         return ToolEvent(name, arguments, self._perms, via), self.handlers.get(name)
@@ -320,7 +332,10 @@ class Toolbox:
         if self._request is not None:
             self._called.append(name)
         if self.usage is not None:
-            self.usage.record(self._user, name)
+            try:
+                self.usage.record(self._user, name)
+            except Exception:  # the call ran: its result is returned, only the count is lost
+                log.warning("usage of %r not recorded", name, exc_info=True)
 
     def _search(self, arguments: Mapping[str, Any]) -> str:
         return json.dumps([t.definition() for t in self.search_tools(arguments)], ensure_ascii=False)

@@ -587,12 +587,9 @@ class Gateway:
         record: Any,
     ) -> types.CallToolResult:
         target = arguments.get("name") if name == CALL else name
-        record["caller"], record["tool"], record["via"], record["version"] = (
-            caller.name,
-            str(target),
-            name,
-            version.number,
-        )
+        # what is logged of a name that is not a string: its type, not the whole value
+        shown = target if isinstance(target, str) else f"<{type(target).__name__}>"
+        record["caller"], record["tool"], record["via"], record["version"] = (caller.name, shown, name, version.number)
         record.text("arguments", arguments.get("arguments", {}) if name == CALL else arguments)
         outcome, result = "ok", None
         try:
@@ -602,7 +599,10 @@ class Gateway:
             outcome = "error" if result.is_error else "ok"
             result = result.model_copy(update={"meta": None})
             if outcome == "ok" and isinstance(target, str):
-                await anyio.to_thread.run_sync(self.usage.record, usage_key(_key(caller)), target)
+                try:
+                    await anyio.to_thread.run_sync(self.usage.record, usage_key(_key(caller)), target)
+                except Exception:  # the call ran: its result goes back, only the count is lost
+                    log.warning("usage of %r not recorded", target, exc_info=True)
         except UnknownToolError:
             outcome, result = "unknown", _error(f"Unknown tool: {target}")
         except InvalidParameterError as e:
@@ -612,7 +612,7 @@ class Gateway:
         record["outcome"] = outcome
         ms = (time.perf_counter() - started) * 1e3
         self.log.write(
-            "call", caller=caller.name, tool=target, via=name, outcome=outcome, ms=ms, version=version.number
+            "call", caller=caller.name, tool=_bounded(shown), via=name, outcome=outcome, ms=ms, version=version.number
         )
         return result
 

@@ -12,7 +12,9 @@ the error a missing one does (``Unknown tool: name``) and never runs.
 
 The server's listing is read through its own handler on every request (all pages), and the
 index is rebuilt, off the event loop, only when a tool's definition changed (by the gateway's
-digest), so tools the server adds or removes are served at once. Other methods pass through.
+digest), so tools the server adds or removes are served at once. A definition toolsift cannot
+index (a schema that is not an object, a name listed twice or taken by a meta-tool) is left out
+and logged, as the gateway does: it costs that tool, not the listing. Other methods pass through.
 
 Needs ``pip install 'toolsift[mcp]'``.
 """
@@ -21,11 +23,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidParameterError, InvalidToolError, MissingExtraError, UnknownToolError
+from ..errors import InvalidParameterError, InvalidToolError, MissingExtraError, ToolsiftError, UnknownToolError
 
 try:
     import anyio
@@ -38,9 +41,12 @@ except ImportError as e:  # pragma: no cover - without the extra
 from ..callers import Caller, perms_of
 from ..gateway.versions import digest
 from ..index import Index
+from ..loaders import load_mcp
 from ..plan import CALL, SEARCH
-from ..registry import Catalog
+from ..registry import Catalog, Tool
 from ..tiers import Hooks, Toolbox, ToolTierOptions
+
+log = logging.getLogger("toolsift.integrations.mcp")
 
 Context = ServerRequestContext[Any, Any]
 CallerOf = Callable[[Context], Caller | Awaitable[Caller]]
@@ -138,15 +144,30 @@ class Front:
         key = tuple((t.name, digest(t)) for t in tools)
         version = self._version
         if version is None or version.key != key:
-            for reserved in (SEARCH, CALL):
-                if any(t.name == reserved for t in tools):
-                    raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=reserved, field="name")
-            catalog = Catalog.from_mcp(tools, permissions=self.permissions, core=self.tiers.pinned)
+            catalog = Catalog(self._valid(tools))
             index = await anyio.to_thread.run_sync(lambda: Index(catalog, statistics=self.statistics))
             version = self._version = _Version(key, index, {t.name: t for t in tools})
         else:  # the same tools to index; what is not indexed (outputSchema, _meta...) is served fresh
             version.listed = {t.name: t for t in tools}
         return version
+
+    def _valid(self, tools: list[types.Tool]) -> list[Tool]:
+        """The server's tools that can be indexed: one bad definition (a schema that is not an
+        object, a name listed twice or taken by a meta-tool) costs that tool, logged, not the
+        listing of every caller, and no caller's error names it."""
+        kept: dict[str, Tool] = {}
+        for listed in tools:
+            try:
+                if listed.name in (SEARCH, CALL):
+                    raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=listed.name)
+                if listed.name in kept:
+                    raise InvalidToolError("the server lists this name twice; the first is served", tool=listed.name)
+                (tool,) = load_mcp(Tool, [listed], permissions=self.permissions, core=self.tiers.pinned)
+            except ToolsiftError as e:
+                log.warning("toolsift front: tool left out: %s", e)
+                continue
+            kept[tool.name] = tool
+        return list(kept.values())
 
     async def caller_of(self, ctx: Context) -> tuple[str, ...]:
         """The permissions of the request's caller."""

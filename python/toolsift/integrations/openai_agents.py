@@ -190,7 +190,7 @@ class ToolsiftAgent(Agent[Any]):
         box = self._box()
         definitions = box.tools()
         names = {d["function"]["name"] for d in definitions}
-        extra = [n for n in self.loaded if n not in names and box.index.allows(n, caller=box.caller)]
+        extra = [n for n in self.loaded if n not in names and box.index.allows(n, caller=box.perms)]
         return [*own, *(self._tool(d["function"]["name"], d) for d in definitions), *map(self._tool, extra)]
 
     def _box(self) -> Toolbox:
@@ -217,12 +217,14 @@ def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> tuple
         fn = tool.get("function", tool)
         fn = fn if isinstance(fn, Mapping) else {}
         given = Tool(fn.get("name", ""), fn.get("description", ""), fn.get("parameters", {"type": "object"}))
+        if given.name in toolbox.index and not toolbox.index.allows(given.name, caller=toolbox.perms):
+            raise UnknownToolError(given.name)  # a catalog tool the caller may not use, however given
         return given.name, given.description, dict(given.parameters)
     if isinstance(tool, Tool):
         tool = tool.name
     if not isinstance(tool, str):
         raise InvalidParameterError(f"a tool must be a name, a toolsift.Tool or a mapping, not {type(tool).__name__}")
-    found = toolbox.index.get(tool, caller=toolbox.caller)  # UnknownToolError for a tool the caller may not use
+    found = toolbox.index.get(tool, caller=toolbox.perms)  # UnknownToolError for a tool the caller may not use
     return found.name, found.description, dict(found.parameters)
 
 

@@ -124,12 +124,12 @@ class ToolsiftToolset(AbstractToolset[Any]):
             f = entry["function"]
             out[f["name"]] = self._toolset_tool(f["name"], f.get("description", ""), f.get("parameters", {}))
         for name in _found(messages) if box.tiers is not None else ():
-            if name not in out and box.index.allows(name, caller=box.caller):
+            if name not in out and box.index.allows(name, caller=box.perms):
                 out[name] = self._tool(box, name, deferred=False)
         return out
 
     def _tool(self, box: Toolbox, name: str, deferred: bool) -> ToolsetTool[Any]:
-        tool = box.index.get(name, caller=box.caller)
+        tool = box.index.get(name, caller=box.perms)
         return self._toolset_tool(tool.name, tool.description, tool.parameters, deferred)
 
     def _toolset_tool(
@@ -166,7 +166,7 @@ def search_strategy(toolbox: Toolbox | None = None, *, depth: int = 50) -> ToolS
         corpus = {t.name for t in tools}
         query, k = " ".join(queries), depth
         while True:
-            hits = box.index.search(query, k=k, caller=box.caller)
+            hits = box.index.search(query, k=k, caller=box.perms)
             found = [h.tool.name for h in hits if h.tool.name in corpus]
             if len(found) >= depth or len(hits) < k:
                 break
@@ -199,7 +199,7 @@ def prepare_tools(
         for d in tool_defs:
             if d.name in chosen:
                 out.append(replace(d, defer_loading=False) if d.defer_loading else d)
-            elif d.defer_loading or not box.index.allows(d.name, caller=box.caller):
+            elif d.defer_loading or not box.index.allows(d.name, caller=box.perms):
                 out.append(d)
         return out
 
