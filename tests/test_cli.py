@@ -125,3 +125,12 @@ def test_eval_reads_a_saved_index(catalog_file: Path, tmp_path: Path, capsys: py
     queries.write_text('{"id": "1", "query": "where is my order", "relevant": ["order_status"]}\n')
     assert main(["eval", "--tools", str(saved), "--queries", str(queries), "--systems", "toolsift"]) == 0
     assert "toolsift" in capsys.readouterr().out
+
+
+def test_an_index_that_cannot_be_written_is_an_error_naming_the_target(
+    catalog_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for target in (tmp_path / "missing" / "idx.tsx", tmp_path):  # no such folder; a folder
+        assert main(["index", str(catalog_file), "-o", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"toolsift: error: cannot write {target}: ") and "Traceback" not in err

@@ -186,7 +186,7 @@ json_values = st.recursive(
 
 
 def dumps_lines(values: list[Any]) -> bytes:
-    return b"".join(json.dumps(v, ensure_ascii=False, sort_keys=True).encode() + b"\n" for v in values)
+    return b"".join(json.dumps(v, ensure_ascii=False).encode() + b"\n" for v in values)
 
 
 @SETTINGS
@@ -225,7 +225,7 @@ def reference_to_json(tool: ts.Tool) -> str:
     for key in ("permissions", "examples"):
         if key in out:
             out[key] = list(out[key])
-    return json.dumps(out, ensure_ascii=False, sort_keys=True)
+    return json.dumps(out, ensure_ascii=False)
 
 
 NASTY_TOOLS = [

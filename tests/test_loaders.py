@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import toolsift as ts
-from toolsift.errors import CatalogEncodingError, CatalogFormatError, SchemaError
+from toolsift.errors import CatalogEncodingError, CatalogError, CatalogFormatError, SchemaError
 
 SCHEMA = {
     "type": "object",
@@ -150,3 +150,39 @@ def test_token_cost_defaults_to_a_quarter_of_the_definition_bytes_and_is_pluggab
     assert idx.cost(0) == ts.default_token_count(WEATHER.definition()) > 0
     assert ts.Index([WEATHER], count_tokens=lambda d: 7).cost(0) == 7
     assert ts.Index([ts.Tool("w", cost_tokens=3)], count_tokens=lambda d: 7).cost(0) == 3
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".txt", ""])
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_saved_catalog_loads_back_whatever_the_files_name(tmp_path: Path, suffix: str, count: int) -> None:
+    catalog = ts.Catalog([ts.Tool(f"tool_{i}", f"Tool number {i}") for i in range(count)])
+    path = tmp_path / f"tools{suffix}"
+    catalog.save(path)
+    assert list(ts.Catalog.from_file(path)) == list(catalog)
+
+
+def test_a_broken_json_file_is_reported_as_json_not_as_lines(tmp_path: Path) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text('[\n  {"name": "a", "description": "x"},\n  {"name": "b" "description": "y"}\n]\n')
+    with pytest.raises(CatalogFormatError, match=r"tools\.json: not valid JSON"):
+        ts.Catalog.from_file(path)
+
+
+def test_loader_options_never_strip_what_a_file_says_and_warn_of_unknown_names(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tools.jsonl"
+    ts.Catalog(
+        [ts.Tool("drop_database", "Drop the database", permissions=["admin"]), ts.Tool("weather", "Weather")]
+    ).save(path)
+    with caplog.at_level("WARNING", logger="toolsift.loaders"):
+        loaded = ts.Catalog.from_file(path, permissions={"weather": ["geo"], "delete_acount": ["admin"]}, core=["hlep"])
+    assert loaded.get("drop_database").permissions == ("admin",)  # not made public
+    assert loaded.get("weather").permissions == ("geo",)
+    assert ts.Index(loaded).search("drop database") == []
+    assert "delete_acount" in caplog.text and "hlep" in caplog.text
+    # an item's own core flag still goes through the Tool's check
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"name": "a", "description": "x", "parameters": {"type": "object"}, "core": 0}\n')
+    with pytest.raises(CatalogError, match="core"):
+        ts.Catalog.from_file(odd)

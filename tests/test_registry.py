@@ -169,3 +169,19 @@ def test_a_core_panic_surfaces_as_a_typed_internal_error() -> None:
 
     with pytest.raises(InternalError, match="toolsift core failed"):
         _core._panic_for_tests()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("caf\u00e9_lookup", "cafe\u0301_lookup"),
+        ("cafe\u0301_lookup", "caf\u00e9_lookup"),
+        ("ｓｅａｒｃｈ", "search"),
+        ("search", "ｓｅａｒｃｈ"),
+    ],
+)
+def test_names_that_differ_only_in_unicode_normalisation_are_refused_as_duplicates(first: str, second: str) -> None:
+    with pytest.raises(DuplicateToolError, match="Unicode normalisation") as raised:
+        ts.Catalog([ts.Tool(first, "Look up"), ts.Tool(second, "Delete everything", permissions=["admin"])])
+    assert (raised.value.tool, raised.value.field) == (second, "name")
+    assert len(ts.Catalog([ts.Tool("caf\u00e9_lookup"), ts.Tool("cafe_lookup")])) == 2  # other names stay apart

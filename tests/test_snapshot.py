@@ -40,6 +40,24 @@ def test_a_saved_index_loads_and_answers_byte_identically(support: ts.Index, tmp
     assert [t.name for t in loaded._tools] == support.names
 
 
+def test_a_saved_tool_keeps_its_keys_in_order_so_prompts_stay_byte_identical(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"to": {"type": "string"}, "body": {"type": "string"}},
+        "required": ["to"],
+    }
+    tool = ts.Tool("send_mail", "Send an e-mail", schema, annotations={"title": "Mail", "destructiveHint": False})
+    built = ts.Index([tool])
+    built.save(tmp_path / "mail.tsidx")
+    ts.Catalog([tool]).save(tmp_path / "mail.jsonl")
+    for loaded in (ts.Index.load(tmp_path / "mail.tsidx"), ts.Index(ts.Catalog.from_file(tmp_path / "mail.jsonl"))):
+        for emit in ("to_openai", "to_mcp", "to_anthropic"):
+            assert json.dumps(getattr(loaded.select("mail"), emit)()) == json.dumps(
+                getattr(built.select("mail"), emit)()
+            )
+        assert list(loaded.get("send_mail").parameters["properties"]) == ["to", "body"]
+
+
 @pytest.mark.parametrize("statistics", ["shared", "caller"])
 def test_a_loaded_index_keeps_its_prefix_weight(tmp_path: Path, statistics: str) -> None:
     tools = [ts.Tool("multiply", "Multiplies two integers"), ts.Tool("add", "Adds two integers")]

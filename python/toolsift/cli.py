@@ -182,7 +182,11 @@ def search(args: argparse.Namespace) -> int:
 def build_index(args: argparse.Namespace) -> int:
     """Index a catalog file and save the index, for ``search``, ``eval`` or ``Index.load``."""
     index = Index(Catalog.from_file(args.catalog), statistics=args.statistics)
-    index.save(args.output)
+    try:
+        index.save(args.output)
+    except OSError as e:  # named by the target, not the temporary file the save wrote
+        print(f"toolsift: error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+        return 2
     size = Path(args.output).stat().st_size
     print(f"{args.output}: {len(index):,} tools, {size:,} bytes", file=sys.stderr)
     return 0
@@ -523,6 +527,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except ToolsiftError as e:
         print(f"toolsift: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a path that cannot be read or written: said, not a traceback
+        print(f"toolsift: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
 
 

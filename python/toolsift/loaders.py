@@ -4,18 +4,25 @@ Each loader returns tools in input order and raises :class:`~toolsift.errors.Cat
 (naming the item and field) for input of the wrong shape; nothing is skipped silently. Every loader
 takes two options for what those formats cannot carry:
 
-* ``permissions``: a mapping ``name -> permissions`` or a callable ``name -> permissions``;
-* ``core``: names of the tools to mark as core.
+* ``permissions``: a mapping ``name -> permissions`` or a callable ``name -> permissions``; a tool
+  it does not name (or for which the callable returns ``None``) keeps the permissions its item
+  carries (none in MCP, OpenAI and Anthropic items; those of a toolsift file), never loses them;
+* ``core``: names of the tools to mark as core (besides those an item marks itself).
+
+A name in either that no tool has is logged as a warning (a misspelt name changes nothing).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import CatalogEncodingError, CatalogFormatError, ToolsiftError
+
+log = logging.getLogger("toolsift.loaders")
 
 T = TypeVar("T")
 """The tool class the loaders make (:class:`toolsift.Tool`, which passes itself in: the loaders
@@ -57,11 +64,18 @@ def _finish(make: type[T], tools: list[dict[str, Any]], permissions: Permissions
     out = []
     for spec in tools:
         name = spec["name"]
-        if permissions is not None:
-            perms = permissions(name) if callable(permissions) else permissions.get(name, ())
-            spec["permissions"] = () if perms is None else perms
-        spec["core"] = spec.get("core", False) or name in core_names
+        if permissions is not None:  # a tool it does not name keeps the permissions it came with
+            perms = permissions(name) if callable(permissions) else permissions.get(name)
+            if perms is not None:
+                spec["permissions"] = perms
+        if name in core_names:
+            spec["core"] = True
         out.append(make(**spec))
+    named = {str(spec["name"]) for spec in tools}
+    unknown = sorted(str(n) for n in (*(permissions if isinstance(permissions, Mapping) else ()), *core_names))
+    unknown = [n for n in dict.fromkeys(unknown) if n not in named]
+    if unknown:  # a misspelt name would otherwise leave its tool as it came, unnoticed
+        log.warning("permissions or core name tools that are not in the catalog: %s", unknown[:20])
     return out
 
 
@@ -193,12 +207,19 @@ def json_lines(text: str, source: object) -> Iterator[tuple[int, Any]]:
 
 
 def _parse(text: str, path: Path) -> Any:
+    """The file's JSON: one value (a list, or an object with ``tools``), else JSON Lines, as
+    :meth:`~toolsift.Catalog.save` writes whatever the file's name (one tool per line)."""
     if path.suffix != ".jsonl" and text.lstrip()[:1] in ("[", "{"):
         try:
-            return parse_json(text, path)
-        except CatalogFormatError:
-            if path.suffix == ".json":
-                raise
+            whole = parse_json(text, path)
+        except CatalogFormatError as e:
+            try:  # several lines of JSON (a catalog saved under a .json name)
+                return [value for _, value in json_lines(text, path)]
+            except CatalogFormatError:
+                raise e from None
+        if not (isinstance(whole, Mapping) and "tools" not in whole):
+            return whole
+        return [whole]  # one tool's object: a catalog of one saved as JSON Lines
     return [value for _, value in json_lines(text, path)]
 
 

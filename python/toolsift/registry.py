@@ -181,8 +181,10 @@ class Tool:
 
     def to_json(self) -> str:
         """The tool in toolsift's own JSON form (fields left at their defaults are omitted), as
-        read back by :meth:`from_dict` and :meth:`Catalog.from_file`."""
-        return json.dumps(self._json_form(), ensure_ascii=False, sort_keys=True)
+        read back by :meth:`from_dict` and :meth:`Catalog.from_file`. Keys keep their order
+        (``name`` first, a schema's properties as given), so a saved and loaded tool is emitted
+        to a model byte for byte as the one built."""
+        return json.dumps(self._json_form(), ensure_ascii=False)
 
     def _json_form(self) -> dict[str, Any]:
         """What :meth:`to_json` writes: the name and every field not at its default."""
@@ -213,6 +215,7 @@ class Catalog(Sequence[Tool]):
     def __init__(self, tools: Iterable[Tool | Mapping[str, Any]] = ()) -> None:
         self._tools: list[Tool] = []
         self._positions: dict[str, int] = {}
+        self._folded: dict[str, int] = {}  # names that are not ASCII, NFKC-normalised
         self.extend(tools)
 
     def append(self, tool: Tool | Mapping[str, Any]) -> int:
@@ -223,6 +226,17 @@ class Catalog(Sequence[Tool]):
             raise DuplicateToolError(
                 f"duplicate name (already at position {self._positions[tool.name]})", tool=tool.name, field="name"
             )
+        # "café" composed and decomposed, full-width "search" and "search": one name to a reader
+        folded = tool.name if tool.name.isascii() else unicodedata.normalize("NFKC", tool.name)
+        seen = self._folded.get(folded, None if folded == tool.name else self._positions.get(folded))
+        if seen is not None:
+            raise DuplicateToolError(
+                f"name differs only in Unicode normalisation from {self._tools[seen].name!r} (position {seen})",
+                tool=tool.name,
+                field="name",
+            )
+        if folded != tool.name:
+            self._folded[folded] = len(self._tools)
         self._positions[tool.name] = len(self._tools)
         self._tools.append(tool)
         return len(self._tools) - 1

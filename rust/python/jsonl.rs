@@ -1,5 +1,6 @@
 //! JSON Lines written straight from Python values, byte for byte what
-//! `json.dumps(value, ensure_ascii=False, sort_keys=True)` writes (default separators), one
+//! `json.dumps(value, ensure_ascii=False)` writes (default separators, keys in the dict's own
+//! order: a schema's properties are listed to a model as its author ordered them), one
 //! line per value: the tools section of an index file and a saved catalog, without a Python
 //! string per tool.
 //!
@@ -122,25 +123,19 @@ fn float(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> Write {
     Ok(())
 }
 
-/// Members sorted by key (code point order, which is UTF-8 byte order), `"key": value`.
+/// Members in the dict's order, `"key": value`.
 fn object(d: &Bound<'_, PyDict>, depth: usize, out: &mut Vec<u8>) -> Write {
-    let items: Vec<_> = d.iter().collect();
-    let mut members = Vec::with_capacity(items.len());
-    for (i, (k, _)) in items.iter().enumerate() {
-        let Some(key) = text(k) else {
+    out.push(b'{');
+    for (n, (k, v)) in d.iter().enumerate() {
+        let Some(key) = text(&k) else {
             return Err(Unsupported); // json turns other keys into strings, or refuses them
         };
-        members.push((key?, i));
-    }
-    members.sort_unstable();
-    out.push(b'{');
-    for (n, &(key, i)) in members.iter().enumerate() {
         if n > 0 {
             out.extend_from_slice(b", ");
         }
-        string(key, out);
+        string(key?, out);
         out.extend_from_slice(b": ");
-        value(&items[i].1, depth + 1, out)?;
+        value(&v, depth + 1, out)?;
     }
     out.push(b'}');
     Ok(())
@@ -171,7 +166,6 @@ pub fn line(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         let py = v.py();
         let kwargs = PyDict::new(py);
         kwargs.set_item("ensure_ascii", false)?;
-        kwargs.set_item("sort_keys", true)?;
         let dumped = py
             .import("json")?
             .getattr("dumps")?

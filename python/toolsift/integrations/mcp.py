@@ -155,19 +155,19 @@ class Front:
         """The server's tools that can be indexed: one bad definition (a schema that is not an
         object, a name listed twice or taken by a meta-tool) costs that tool, logged, not the
         listing of every caller, and no caller's error names it."""
-        kept: dict[str, Tool] = {}
+        kept: dict[str, types.Tool] = {}
         for listed in tools:
             try:
                 if listed.name in (SEARCH, CALL):
                     raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=listed.name)
                 if listed.name in kept:
                     raise InvalidToolError("the server lists this name twice; the first is served", tool=listed.name)
-                (tool,) = load_mcp(Tool, [listed], permissions=self.permissions, core=self.tiers.pinned)
+                load_mcp(Tool, [listed])  # checked on its own
             except ToolsiftError as e:
                 log.warning("toolsift front: tool left out: %s", e)
                 continue
-            kept[tool.name] = tool
-        return list(kept.values())
+            kept[listed.name] = listed
+        return load_mcp(Tool, list(kept.values()), permissions=self.permissions, core=self.tiers.pinned)
 
     async def caller_of(self, ctx: Context) -> tuple[str, ...]:
         """The permissions of the request's caller."""
