@@ -142,3 +142,13 @@ def test_a_save_removes_old_temporary_files_of_its_target_that_no_process_holds(
     assert not stale.exists() and fresh.exists() and elsewhere.exists()
     assert held.exists() == (_atomic.fcntl is not None)
     assert stale.name.startswith(".file.") and stale.name.endswith(_atomic.TEMP_SUFFIX)
+
+
+def test_a_save_through_a_symbolic_link_replaces_the_file_it_names_and_keeps_the_link(tmp_path: Path) -> None:
+    (tmp_path / "versions").mkdir()
+    ts.Catalog([ts.Tool("old")]).save(tmp_path / "versions" / "v1.jsonl")
+    link = tmp_path / "catalog.jsonl"
+    link.symlink_to(Path("versions") / "v1.jsonl")
+    ts.Catalog([ts.Tool("new")]).save(link)
+    assert link.is_symlink() and ts.Catalog.from_file(tmp_path / "versions" / "v1.jsonl").names == ("new",)
+    assert sorted(p.name for p in (tmp_path / "versions").iterdir()) == ["v1.jsonl"]  # no temporary file left

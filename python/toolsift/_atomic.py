@@ -3,7 +3,8 @@
 :func:`write_atomic` writes to a temporary file of its own in the target's directory, flushes and
 fsyncs it, renames it over the target (``os.replace``: readers see the old file or the new one,
 never a mix, however many threads or processes save at once) and fsyncs the directory, so the
-rename survives a crash. The file keeps the permission bits of the file it replaces; a new file
+rename survives a crash. A symbolic link is written through: the file it names is replaced and
+the link stays. The file keeps the permission bits of the file it replaces; a new file
 gets those the umask allows (``0o666 & ~umask``), as ``open()`` would give it. A save that fails
 removes its temporary file.
 
@@ -44,13 +45,15 @@ def write_atomic(path: str | Path, chunks: Iterable[bytes]) -> None:
     """Replaces the file at ``path`` with the concatenated ``chunks``, atomically.
 
     Args:
-        path: The file to write; its directory must exist.
+        path: The file to write (a symbolic link: the file it names); its directory must exist.
         chunks: The contents, in pieces (a generator is consumed while the file is written).
 
     Raises:
         OSError: The file cannot be written; the old file, if any, is left as it was.
     """
     target = Path(path)
+    if target.is_symlink():  # written through, as the file it names: the link stays a link
+        target = Path(os.path.realpath(target))
     mode = _mode(target)
     remove_stale(target)
     fd, temp = create_temp(target, mode)
