@@ -186,3 +186,10 @@ def test_loader_options_never_strip_what_a_file_says_and_warn_of_unknown_names(
     odd.write_text('{"name": "a", "description": "x", "parameters": {"type": "object"}, "core": 0}\n')
     with pytest.raises(CatalogError, match="core"):
         ts.Catalog.from_file(odd)
+
+
+def test_a_key_given_twice_in_one_object_is_refused_not_read_as_the_last(tmp_path: Path) -> None:
+    path = tmp_path / "tools.jsonl"
+    path.write_text('{"name": "drop", "permissions": ["admin"], "permissions": []}\n')
+    with pytest.raises(CatalogFormatError, match=r"line 1: a JSON object has the key 'permissions' twice"):
+        ts.Catalog.from_file(path)

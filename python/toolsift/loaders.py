@@ -177,10 +177,23 @@ def _decode(path: Path) -> str:
 
 def parse_json(text: str, where: object) -> Any:
     """``json.loads(text)``, failing with a :class:`~toolsift.errors.CatalogFormatError` that
-    starts with ``where`` (a file, or a file and line): for text that is not JSON, nests deeper
-    than Python's recursion limit or holds an integer past its int-to-str digit limit."""
+    starts with ``where`` (a file, or a file and line): for text that is not JSON, has an object
+    with a key twice (``json`` would keep the last silently: ``"permissions"`` given twice must
+    not make a tool public), nests deeper than Python's recursion limit or holds an integer past
+    its int-to-str digit limit."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise CatalogFormatError(f"{where}: a JSON object has the key {key!r} twice")
+                seen.add(key)
+        return out
+
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as e:
         at = f"column {e.colno}" if e.lineno == 1 else f"line {e.lineno}, column {e.colno}"
         raise CatalogFormatError(f"{where}: not valid JSON: {e.msg} at {at}") from None
