@@ -6,6 +6,7 @@ core; :attr:`Hybrid.lexical_only` says so and the index takes that path.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from .registry import Tool
 from .results import Hit
 from .text import dense_text
 
-DENSE_OPTIONS = frozenset(("M", "ef_construction", "ef", "exact_below", "exact_fraction"))
+DENSE_OPTIONS = frozenset(inspect.signature(DenseIndex).parameters) - {"vectors"}
 """The keyword arguments of :class:`~toolsift.dense.DenseIndex` that ``dense_options`` may give."""
 QUERY_CACHE = 4096
 """Query texts whose vectors a hybrid index keeps, least recently used dropped first (384

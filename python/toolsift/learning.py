@@ -95,8 +95,8 @@ def words(text: str) -> list[str]:
     folded; CJK as character bigrams; stop words and one-letter words dropped), each one that
     tokenizes again to a single term, not digits only."""
     out: dict[str, None] = {}
-    for word in _core.words(text):
-        if not word.isdigit() and len(_core.tokenize(word)) == 1:
+    for word in _core.words(text):  # each tokenizes again to its own single term
+        if not word.isdigit():
             out.setdefault(word)
     return list(out)
 

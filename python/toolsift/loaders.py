@@ -71,9 +71,8 @@ def _finish(make: type[T], tools: list[dict[str, Any]], permissions: Permissions
         if name in core_names:
             spec["core"] = True
         out.append(make(**spec))
-    named = {str(spec["name"]) for spec in tools}
-    unknown = sorted(str(n) for n in (*(permissions if isinstance(permissions, Mapping) else ()), *core_names))
-    unknown = [n for n in dict.fromkeys(unknown) if n not in named]
+    given = set(permissions) if isinstance(permissions, Mapping) else set()
+    unknown = sorted(map(str, (given | core_names) - {spec["name"] for spec in tools}))
     if unknown:  # a misspelt name would otherwise leave its tool as it came, unnoticed
         log.warning("permissions or core name tools that are not in the catalog: %s", unknown[:20])
     return out
