@@ -42,6 +42,24 @@ def test_renamed_options_still_work_and_name_their_new_spelling(
     assert "is now" not in want.err
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "--repeat", "0"], "argument --repeat: must be >= 1, not 0"),
+        (["demo", "--max-tools", "-1"], "argument --max-tools: must be >= 0, not -1"),
+        (["demo", "--budget", "-5"], "argument --budget: must be >= 0, not -5"),
+        (["doctor", "--dataset", "bfcl", "--limit", "-1"], "argument --limit: must be >= 0, not -1"),
+        (["eval", "--dataset", "bfcl", "--budget-tokens", "x"], "argument --budget-tokens: not an integer: 'x'"),
+    ],
+)
+def test_a_count_out_of_range_is_refused_before_any_work(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code == 2 and says in capsys.readouterr().err
+
+
 def test_search_prints_the_selection_for_the_caller(catalog_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", str(catalog_file), "refund my order", "--caller", "orders.read"]) == 0
     assert capsys.readouterr().out.split() == ["search_help", "order_status"]

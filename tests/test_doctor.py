@@ -4,6 +4,7 @@ caller's view, reproducible output, the command line, and a real catalog (BFCL).
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -223,6 +224,32 @@ def test_the_command_names_the_bad_file(catalog_file: Path, tmp_path: Path, caps
     assert not (tmp_path / "none.sqlite").exists()
     assert main(["doctor"]) == 2
     assert isinstance(SnapshotError("x"), ValueError)
+
+
+def test_the_command_reads_a_usage_store_without_changing_the_file(
+    catalog_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "usage.sqlite"
+    usage = ts.UsageStore(store)
+    for user in ("u1", "u2", "u1", "u2", "u1", "u2"):  # past the warm-up (3 calls) the command reads with
+        usage.record(user, "get_weather")
+    usage.close()
+    before = store.read_bytes()
+    assert main(["doctor", str(catalog_file), "--usage", str(store)]) == 0
+    assert "get_weather" in capsys.readouterr().out  # its pin, from the store's counts
+    assert store.read_bytes() == before
+    other = tmp_path / "app.sqlite"  # somebody else's database, given by mistake
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE notes (x)")
+    db.commit()
+    db.close()
+    before = other.read_bytes()
+    assert main(["doctor", str(catalog_file), "--usage", str(other)]) == 2
+    assert "has no usage table" in capsys.readouterr().err
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("app")) == ["app.sqlite"]
+    with pytest.raises(InvalidParameterError, match="read-only"):
+        ts.UsageStore(store, read_only=True).record("u1", "get_weather")
 
 
 def test_bfcl_findings_name_its_known_defects() -> None:

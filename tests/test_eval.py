@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,67 @@ def test_queries_naming_unknown_tools_are_refused(labelled: tuple[Path, Path], t
     bad.write_text('{"query": "x", "relevant": ["nope"]}\n')
     with pytest.raises(CatalogFormatError, match="nope"):
         load_files(labelled[0], bad)
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ('{"query": 5, "relevant": ["get_weather"]}', "'query' must be a string"),
+        ('{"query": "x", "relevant": "get_weather"}', "'relevant' must be a list of tool names"),
+        ('{"query": "x", "relevant": [["get_weather"]]}', "'relevant' must be a list of tool names"),
+        ('{"query": "x", "relevant": ["get_weather"], "category": ["a"]}', "'category' must be a string"),
+        ('{"query": "x", "relevant": ["get_weather"], "category": null}', "'category' must be a string"),
+        ('{"query": "x", "relevant": ["get_weather"], "available": [1]}', "'available' must be a list"),
+        ('{"query": "x", "relevant": ["get_weather"], "id": {"a": 1}}', "'id' must be a string or an integer"),
+        ('["x", ["get_weather"]]', "is not a labelled query"),
+    ],
+)
+def test_a_queries_line_of_the_wrong_shape_is_refused_naming_line_and_field(
+    labelled: tuple[Path, Path], tmp_path: Path, line: str, field: str
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "weather", "relevant": ["get_weather"]}\n' + line + "\n")
+    with pytest.raises(CatalogFormatError, match=f"bad.jsonl: line 2.*{re.escape(field)}"):
+        load_files(labelled[0], bad)
+
+
+def test_a_tool_named_twice_as_needed_counts_once(labelled: tuple[Path, Path], tmp_path: Path) -> None:
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"query": "what is the weather", "relevant": ["get_weather", "get_weather"]}\n')
+    data = load_files(labelled[0], twice)
+    assert data.queries[0].relevant == ("get_weather",)
+    result = evaluate(toolsift_system(data), data, budget_tokens=10_000)
+    assert result.overall["R@1"] == result.overall["nDCG@10"] == result.selection["recall"] == 1.0
+    assert recall_at(["a"], ["a", "a"], 1) == 1.0
+
+
+def test_a_dataset_no_tool_fits_writes_valid_json(labelled: tuple[Path, Path], tmp_path: Path) -> None:
+    none = tmp_path / "none.jsonl"
+    none.write_text('{"query": "what time is it", "relevant": []}\n')
+    out = tmp_path / "r.json"
+    assert (
+        main(["eval", "--tools", str(labelled[0]), "--queries", str(none), "--systems", "toolsift", "--json", str(out)])
+        == 0
+    )
+    json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+
+
+def test_eval_of_a_saved_index_ranks_with_what_was_saved(
+    labelled: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``toolsift index`` then ``eval --tools tools.tsidx`` scores the index as saved (its gate,
+    learned text, options), over every tool whatever its permissions."""
+    tools = ts.Catalog.from_file(labelled[0])
+    guarded = [dataclasses.replace(t, permissions=("team:a",)) if t.name == "send_email" else t for t in tools]
+    scored = []
+    for name, index in [("plain", ts.Index(guarded)), ("gated", ts.Index(guarded, min_evidence=50.0))]:
+        path = tmp_path / f"{name}.tsidx"
+        index.save(path)
+        args = ["eval", "--tools", str(path), "--queries", str(labelled[1]), "--systems", "toolsift"]
+        assert main(args) == 0
+        row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| toolsift |"))
+        scored.append(row.split("|")[5].strip())  # R@10
+    assert scored == ["1.000", "0.000"]  # the gate refuses these requests, as search would
 
 
 def test_eval_command_prints_the_table_and_writes_json(labelled: tuple[Path, Path], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

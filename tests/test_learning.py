@@ -10,6 +10,7 @@ import pytest
 import toolsift as ts
 from toolsift.errors import InvalidParameterError, StoreFormatError
 from toolsift.eval import Dataset, LabelledQuery, replay
+from toolsift.eval.replay import split
 from toolsift.learning import KEPT_ROWS, Learned, attribute, words
 
 TOOLS = [
@@ -222,6 +223,19 @@ def test_replay_scores_the_held_out_requests_with_and_without_what_was_learned()
     assert [taught.rank(q, 1) for q in result.scored.queries] == [["sqs_send"], ["tls_check"]]
     with pytest.raises(InvalidParameterError):
         replay(dataset, 1.0)
+    with pytest.raises(InvalidParameterError, match="leaves nothing to score"):
+        replay(dataset, 0.9)
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_a_request_the_dataset_holds_twice_is_never_both_played_and_scored(seed: int | None) -> None:
+    texts = ["put a message on the queue", "when does the cert run out", "queue it", "does my cert run out soon"]
+    queries = [LabelledQuery(str(i), texts[i % 4], ("sqs_send",)) for i in range(12)]  # each text three times
+    log, scored = split(Dataset("twice", ts.Catalog(TOOLS), queries), 0.5, seed)
+    assert {q.text for q in log}.isdisjoint(q.text for q in scored.queries)
+    assert len(log) == len(scored.queries) == 6 and sorted(q.id for q in [*log, *scored.queries]) == sorted(
+        q.id for q in queries
+    )
 
 
 def test_the_eval_command_prints_the_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

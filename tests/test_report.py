@@ -5,6 +5,7 @@ these tests fail rather than skip."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -85,6 +86,16 @@ def test_the_report_is_the_same_bytes_for_the_same_results() -> None:
     pages = [html_report([result], data, token_curve(data, 2000)) for _ in range(2)]
     assert pages[0] == pages[1]
     assert "<script" not in pages[0] and not re.search(r'(src|href)="(?!#)', pages[0])  # nothing to fetch
+
+
+@pytest.mark.parametrize("category", ["price $^$ tier", "$5 to $10", r"\frac{1}{2}"])
+def test_a_category_name_is_drawn_as_written_not_as_tex(category: str) -> None:
+    import dataclasses
+
+    data = load_bfcl(categories=("simple_python", "multiple"))
+    data.queries = [dataclasses.replace(q, category=category) if q.category == "multiple" else q for q in data.queries]
+    page = html_report([evaluate(toolsift_system(data), data)], data)
+    assert f">{html.escape(category, quote=False)}</text>" in page  # the tick label, text as given
 
 
 def test_the_doctor_page_renders_every_kind_found(browser: Any, tmp_path: Path) -> None:

@@ -138,23 +138,31 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-def open_index(path: str) -> Index:
-    """The index saved at ``path`` (by ``toolsift index`` or :meth:`Index.save`), or one built
-    from the catalog file there (JSON or JSONL in any shape :meth:`Catalog.from_file` reads)."""
+def _saved(path: str) -> bool:
+    """Whether ``path`` is an index file (written by ``toolsift index`` or :meth:`Index.save`)."""
     from .snapshot import MAGIC
 
     try:
         with open(path, "rb") as f:
-            saved = f.read(len(MAGIC)) == MAGIC
+            return f.read(len(MAGIC)) == MAGIC
     except OSError as e:
         raise ToolsiftError(f"cannot read {path}: {e.strerror}") from None
-    return Index.load(path) if saved else Index(Catalog.from_file(path))
+
+
+def open_index(path: str) -> Index:
+    """The index saved at ``path`` (by ``toolsift index`` or :meth:`Index.save`), or one built
+    from the catalog file there (JSON or JSONL in any shape :meth:`Catalog.from_file` reads)."""
+    return Index.load(path) if _saved(path) else Index(Catalog.from_file(path))
+
+
+def _tools(index: Index) -> Catalog:
+    """The tools of an index, as a catalog."""
+    return Catalog(index.tool(i) for i in range(len(index)))
 
 
 def _catalog(path: str) -> Catalog:
     """The tools of a catalog or saved index file."""
-    index = open_index(path)
-    return Catalog(index.tool(i) for i in range(len(index)))
+    return _tools(open_index(path))
 
 
 def search(args: argparse.Namespace) -> int:
@@ -201,13 +209,17 @@ def evaluate(args: argparse.Namespace) -> int:
             "--min-evidence runs toolsift with the gate beside toolsift: not with --replay, "
             "and only when --systems includes toolsift"
         )
+    makers: dict[str, Callable[[ev.Dataset], ev.System | None]] = {"toolsift": ev.toolsift_system, **ev.BASELINES}
     if args.dataset == "bfcl":
         extra = ev.BFCL_IRRELEVANCE if args.irrelevance else ()
         dataset = ev.load_bfcl((*ev.BFCL_SINGLE_TURN, *extra))
     elif args.irrelevance:
         raise ToolsiftError("--irrelevance adds BFCL's irrelevance categories: use it with --dataset bfcl")
     elif args.tools and args.queries:
-        dataset = ev.load_files(args.tools, args.queries, catalog=_catalog(args.tools))
+        opened = open_index(args.tools)
+        dataset = ev.load_files(args.tools, args.queries, catalog=_tools(opened))
+        if _saved(args.tools):  # ranked as saved: its options, learned text and gate
+            makers["toolsift"] = functools.partial(ev.toolsift_system, saved=opened)
     elif args.gateway_log:
         dataset = ev.load_gateway_log(args.gateway_log)
     else:
@@ -215,7 +227,6 @@ def evaluate(args: argparse.Namespace) -> int:
     # requests no tool fits score the relevance gate, not the rankings
     irrelevant = [q for q in dataset.queries if not q.relevant]
     dataset.queries = [q for q in dataset.queries if q.relevant]
-    makers = {"toolsift": ev.toolsift_system, **ev.BASELINES}
     replayed = None
     if args.replay is not None:  # toolsift as built and with what the log taught, on the rest
         with _progress("Playing the log") as progress:
@@ -293,7 +304,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     if args.usage:
         if not Path(args.usage).is_file():
             raise ToolsiftError(f"{args.usage}: no such usage database")
-        usage = UsageStore(args.usage)
+        usage = UsageStore(args.usage, read_only=True)  # a report: the file is left as it is
     caller = args.caller if args.caller or args.public else None
     try:
         checkup = doctor(catalog, index=index, queries=queries, usage=usage, for_caller=caller, k=args.k)
@@ -379,11 +390,27 @@ class _Renamed(argparse.Action):
 
     def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: Any) -> None:
         self.new = new
-        super().__init__(option_strings, dest, type=int, help=argparse.SUPPRESS, **kwargs)
+        super().__init__(option_strings, dest, type=_at_least(0), help=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
         print(f"toolsift: {option} is now {self.new} (the old spelling will be removed)", file=sys.stderr)
         setattr(namespace, self.dest, values)
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: an int >= ``low``, checked before any work starts."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, not {value}")
+        return value
+
+    parse.__name__ = f"int >= {low}"
+    return parse
 
 
 def _renamed(parser: argparse.ArgumentParser, *pairs: str) -> None:
@@ -406,11 +433,11 @@ def _parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="index the ~18k AWS API operations in botocore and answer a few requests"
     )
     d.add_argument("query", nargs="*", help="requests to answer (default: a few examples)")
-    d.add_argument("--budget-tokens", type=int, default=4000, help="token budget per request (default 4000)")
-    d.add_argument("--max-tools", type=int, default=8, help="most tools selected per request (default 8)")
+    d.add_argument("--budget-tokens", type=_at_least(0), default=4000, help="token budget per request (default 4000)")
+    d.add_argument("--max-tools", type=_at_least(0), default=8, help="most tools selected per request (default 8)")
     _renamed(d, "--budget", "--budget-tokens", "-k", "--max-tools")
     d.add_argument("--half", action="store_true", help="caller holds only every other service's permission")
-    d.add_argument("--repeat", type=int, default=200, help="selections timed per request (default 200)")
+    d.add_argument("--repeat", type=_at_least(1), default=200, help="selections timed per request (default 200)")
     d.set_defaults(run=demo)
     s = sub.add_parser("search", parents=[common], help="select tools from a catalog or saved index file for a query")
     s.add_argument(
@@ -418,8 +445,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("query")
     s.add_argument("--caller", action="append", default=[], metavar="PERM", help="a permission the caller holds")
-    s.add_argument("--budget-tokens", type=int, default=None, help="token budget (default: unlimited)")
-    s.add_argument("--max-tools", type=int, default=10, help="most tools selected besides core ones (default 10)")
+    s.add_argument("--budget-tokens", type=_at_least(0), default=None, help="token budget (default: unlimited)")
+    s.add_argument(
+        "--max-tools", type=_at_least(0), default=10, help="most tools selected besides core ones (default 10)"
+    )
     _renamed(s, "--budget", "--budget-tokens", "-k", "--max-tools")
     s.add_argument("--format", choices=("names", "openai", "anthropic", "mcp"), default="names")
     s.add_argument("--group", action="append", default=[], metavar="GROUP", help="only tools of this group")
@@ -448,7 +477,7 @@ def _parser() -> argparse.ArgumentParser:
         help="dense, hybrid, hybrid-int8 (queries through int8 weights, not run by default): need the dense extra",
     )
     e.add_argument(
-        "--budget-tokens", type=int, default=2000, help="token budget for the selection figures (default 2000)"
+        "--budget-tokens", type=_at_least(0), default=2000, help="token budget for the selection figures (default 2000)"
     )
     _renamed(e, "--budget", "--budget-tokens")
     e.add_argument(
@@ -483,7 +512,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--caller", action="append", default=[], metavar="PERM", help="check only this caller's tools")
     r.add_argument("--public", action="store_true", help="check only the public tools (no permission needed)")
     r.add_argument("-k", type=int, default=5, help="shortlist size for reachability and misses (default 5)")
-    r.add_argument("--limit", type=int, default=10, help="findings printed per kind (default 10; files get all)")
+    r.add_argument(
+        "--limit", type=_at_least(0), default=10, help="findings printed per kind (default 10; files get all)"
+    )
     r.add_argument("--json", metavar="FILE", help="also write every finding as JSON")
     r.add_argument("--html", metavar="FILE", help="also write every finding as an HTML page")
     r.set_defaults(run=run_doctor)

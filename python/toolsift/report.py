@@ -88,12 +88,31 @@ def new_figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+#: matplotlib settings of every chart: labels drawn as given (a ``$`` in a category or tool name
+#: is not TeX math, which could fail to parse), SVG ids salted so a page is reproducible, text
+#: kept as text.
+CHART_STYLE: dict[str, Any] = {
+    "text.parse_math": False,
+    "svg.hashsalt": "toolsift",
+    "svg.fonttype": "none",
+    "font.size": 10,
+}
+
+
+def chart_style() -> Any:
+    """A context in which charts are built and drawn with :data:`CHART_STYLE` (labels read the settings
+    when they are made, so the charts' code runs inside it too)."""
+    try:
+        from matplotlib import rc_context
+    except ImportError:
+        raise MissingExtraError("the HTML report needs matplotlib: pip install 'toolsift[report]'") from None
+    return rc_context(CHART_STYLE)  # type: ignore[arg-type]
+
+
 def svg(fig: Any, key: str) -> str:
     """``fig`` as an inline ``<svg>`` element whose ids all start with ``key`` (unique per page)."""
-    from matplotlib import rc_context
-
     buffer = io.StringIO()
-    with rc_context({"svg.hashsalt": "toolsift", "svg.fonttype": "none", "font.size": 10}):
+    with chart_style():
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     text = text[text.index("<svg") :]

@@ -117,8 +117,16 @@ def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
     yield "search_text", tool.search_text
     for example in tool.examples:
         yield "examples", example
-    stack: list[Any] = [tool.parameters]
-    while stack:  # every string in the schema, at any depth (a JSON copy: no cycles)
+    yield from _strings("parameters", tool.parameters)
+    if tool.annotations is not None:  # sent with the tool in MCP output (``title`` and so on)
+        yield from _strings("annotations", tool.annotations)
+
+
+def _strings(field: str, value: Any) -> Iterator[tuple[str, str]]:
+    """Every string in ``value`` (keys too), at any depth: ``value`` is a JSON copy, so it has no
+    cycles."""
+    stack: list[Any] = [value]
+    while stack:
         node = stack.pop()
         if isinstance(node, dict):
             stack.extend(node.keys())
@@ -126,7 +134,7 @@ def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
         elif isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, str):
-            yield "parameters", node
+            yield field, node
 
 
 def _is_hidden(ch: str) -> bool:

@@ -72,23 +72,36 @@ def _pow(base: float, exponent: float) -> float:
     return float(base**exponent)
 
 
-def _connect(path: str | Path) -> sqlite3.Connection:
-    return open_sqlite(path, _SCHEMA)
+def _connect(path: str | Path, read_only: bool) -> sqlite3.Connection:
+    return open_sqlite(path, _SCHEMA, read_only="usage" if read_only else None)
 
 
-def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
+def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) -> sqlite3.Connection:
     """A connection to the SQLite database at ``path`` for decayed counts (``pow`` defined, WAL
-    mode for a file, autocommit), with the table of ``schema`` created if missing."""
+    mode for a file, autocommit), with the table of ``schema`` created if missing; or, with
+    ``read_only`` (a table name), a connection that writes nothing to an existing file that must
+    hold that table (for reports on a store, which must not change the file they are given)."""
     if sqlite3.sqlite_version_info < (3, 24, 0):
         raise ToolsiftError(f"toolsift needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
+    if read_only is not None and (str(path) == ":memory:" or not Path(path).is_file()):
+        raise StoreFormatError("no such store file to read", path=str(path))
+    target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only is not None else str(path)
     try:
-        db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(
+            target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=read_only is not None
+        )
     except sqlite3.Error as e:
         raise StoreFormatError(f"cannot open the store ({e})", path=str(path)) from None
     try:
         # SQLite has pow() only when built with its math functions: the same one everywhere,
         # called from inside the statement (so still atomic)
         db.create_function("pow", 2, _pow, deterministic=True)
+        if read_only is not None:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (read_only,))
+            if found.fetchone() is None:
+                db.close()
+                raise StoreFormatError(f"the file has no {read_only} table", path=str(path))
+            return db
         if str(path) != ":memory:":
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL's own recommendation: a crash loses no commit
@@ -115,10 +128,14 @@ class UsageStore:
         half_life_s: Seconds after which a call counts half as much (default one week).
         warmup: Calls a user must make before a tool counts at all.
         clock: Time source (seconds); tests pass a fake one.
+        read_only: Read an existing store without writing to its file (no table created, its
+            journal mode left as it is); :meth:`record` then raises.
 
     Raises:
-        InvalidParameterError: ``half_life_s`` is not a number > 0 or ``warmup`` not an int >= 0.
-        StoreFormatError: ``path`` is not a SQLite database, or cannot be created.
+        InvalidParameterError: ``half_life_s`` is not a number > 0, ``warmup`` not an int >= 0, or
+            ``read_only`` not a bool.
+        StoreFormatError: ``path`` is not a SQLite database, or cannot be created (read-only: is
+            not a file holding the usage table).
     """
 
     def __init__(
@@ -128,9 +145,13 @@ class UsageStore:
         half_life_s: float = 7 * 24 * 3600.0,
         warmup: int = 3,
         clock: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
         self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup), warmup, clock
-        self._db = _connect(path)
+        if not isinstance(read_only, bool):
+            raise InvalidParameterError(f"read_only must be a bool, not {read_only!r}")
+        self.read_only = read_only
+        self._db = _connect(path, self.read_only)
         self._lock = threading.Lock()
 
     def _decay(self, score: float, updated: float, now: float) -> float:
@@ -138,6 +159,8 @@ class UsageStore:
 
     def record(self, user: str, tool: str) -> None:
         """Counts one call of ``tool`` by ``user``."""
+        if self.read_only:
+            raise InvalidParameterError("this usage store was opened read-only: it records no call")
         args = (check_text("user", user), check_text("tool", tool), float(self.clock()), self.half_life_s)
         with self._lock:
             self._db.execute(_RECORD, args)

@@ -97,21 +97,42 @@ def load_files(tools: str | Path, queries: str | Path, *, catalog: Catalog | Non
     catalog = unrestricted(Catalog.from_file(tools) if catalog is None else catalog)
     out = []
     for n, row in json_lines(Path(queries).read_text(encoding="utf-8"), queries):
-        try:
-            q = LabelledQuery(
-                str(row.get("id", n)),
-                row["query"],
-                tuple(row["relevant"]),
-                row.get("category", "all"),
-                available=tuple(row.get("available", ())),
-            )
-        except (AttributeError, KeyError, TypeError) as e:
-            raise CatalogFormatError(f"{queries}: line {n} is not a labelled query ({e})") from None
+        q = _labelled(row, f"{queries}: line {n}", n)
         unknown = [r for r in (*q.relevant, *q.available) if catalog.get(r) is None]
         if unknown:
             raise CatalogFormatError(f"{queries}: line {n} names tools not in the catalog: {unknown}")
         out.append(q)
     return Dataset(Path(tools).stem, catalog, out)
+
+
+def _labelled(row: Any, where: str, n: int) -> LabelledQuery:
+    """One line of a queries file as a :class:`LabelledQuery` (``where``: the file and line, for
+    the :class:`CatalogFormatError` a bad line raises); a tool named twice counts once."""
+    if not isinstance(row, dict):
+        raise CatalogFormatError(f"{where} is not a labelled query (a JSON object)")
+
+    def text(key: str, default: str | None = None) -> str:
+        value = row.get(key, default)
+        if not isinstance(value, str):
+            raise CatalogFormatError(f"{where}: {key!r} must be a string, not {_kind(value)}")
+        return value
+
+    def names(key: str, required: bool) -> tuple[str, ...]:
+        value = row.get(key) if required or key in row else []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CatalogFormatError(f"{where}: {key!r} must be a list of tool names, not {_kind(value)}")
+        return tuple(dict.fromkeys(value))
+
+    ident = row.get("id", n)
+    if isinstance(ident, bool) or not isinstance(ident, str | int):
+        raise CatalogFormatError(f"{where}: 'id' must be a string or an integer, not {_kind(ident)}")
+    return LabelledQuery(
+        str(ident), text("query"), names("relevant", True), text("category", "all"), available=names("available", False)
+    )
+
+
+def _kind(value: Any) -> str:
+    return "null or missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"
 
 
 def load_gateway_log(log: str | Path, *, catalog: Catalog | None = None) -> Dataset:

@@ -12,8 +12,9 @@ from collections.abc import Collection, Sequence
 
 
 def recall_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """Share of the relevant ids found in the first ``k``."""
-    return len(set(ranked[:k]) & set(relevant)) / len(relevant) if relevant else 0.0
+    """Share of the relevant ids found in the first ``k`` (an id listed twice counts once)."""
+    rel = set(relevant)
+    return len(set(ranked[:k]) & rel) / len(rel) if rel else 0.0
 
 
 def complete_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:

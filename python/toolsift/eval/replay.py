@@ -1,7 +1,7 @@
 """Replay evaluation of learning from use (``toolsift eval --replay FRACTION``).
 
-A dataset's requests are split: the first ``fraction`` (in the dataset's order, or shuffled with
-a seed) is played as the log, each request followed by calls of the tools it needs; the rest is
+A dataset's requests are split: the first ``fraction`` of its distinct requests (in the dataset's
+order, or shuffled with a seed) is played as the log, each request followed by calls of the tools it needs; the rest is
 scored twice, with the index as built and with the index rebuilt with what was learned, side by
 side. One scope holds the whole log, as a deployment with one tenant would.
 """
@@ -36,15 +36,30 @@ class Replay:
 
 
 def split(dataset: Dataset, fraction: float, seed: int | None = None) -> tuple[list[LabelledQuery], Dataset]:
-    """The log part and the scored part of ``dataset`` (a seed shuffles the requests first)."""
+    """The log part and the scored part of ``dataset`` (a seed shuffles the requests first).
+
+    The cut is made between distinct requests (the same text and history): a request the
+    dataset holds twice is all on one side, so no scored request was played word for word
+    (BFCL's 2,501 single-turn requests are 2,380 distinct texts)."""
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
         raise InvalidParameterError(f"the replay fraction must be a number in (0, 1), not {fraction!r}")
     queries = list(dataset.queries)
     if seed is not None:
         random.Random(seed).shuffle(queries)
-    cut = round(len(queries) * fraction)
-    scored = replace(dataset, name=f"{dataset.name} (held out)", queries=queries[cut:])
-    return queries[:cut], scored
+    requests = list(dict.fromkeys(_request(q) for q in queries))
+    played = set(requests[: round(len(requests) * fraction)])
+    log = [q for q in queries if _request(q) in played]
+    rest = [q for q in queries if _request(q) not in played]
+    if not log or not rest:
+        raise InvalidParameterError(
+            f"a replay fraction of {fraction!r} of {len(requests)} distinct requests leaves nothing to "
+            + ("play" if not log else "score")
+        )
+    return log, replace(dataset, name=f"{dataset.name} (held out)", queries=rest)
+
+
+def _request(q: LabelledQuery) -> tuple[str, tuple[str, ...]]:
+    return q.text, q.history
 
 
 def called_tools(dataset: Dataset, query: LabelledQuery) -> list[str]:

@@ -19,7 +19,7 @@ from ..assemble import default_token_count
 from ..index import Index
 from ..plan import CALL, SEARCH
 from ..registry import Catalog
-from ..report import codes, escape, figure, new_figure, page, table
+from ..report import chart_style, codes, escape, figure, new_figure, page, table
 from ..tiers import Toolbox, ToolTierOptions
 from .datasets import Dataset
 from .metrics import METRICS
@@ -136,12 +136,13 @@ def html_report(results: Sequence[Result], dataset: Dataset, curve: TokenCurve |
     lead = f"Dataset {dataset.name}: {len(dataset.catalog):,} tools, {len(dataset.queries):,} queries"
     head = ["system", *METRICS]
     rows = [[r.system, *(f"{r.overall[m]:.3f}" for m in METRICS)] for r in results]
-    charts = [_recall_chart(results)]
-    ranked = [c for c in dataset.categories() if any(c in r.by_category for r in results)]
-    if len(ranked) > 1:
-        charts.append(_category_chart(results, ranked))
-    if curve is not None:
-        charts.append(_token_chart(curve))
+    with chart_style():
+        charts = [_recall_chart(results)]
+        ranked = [c for c in dataset.categories() if any(c in r.by_category for r in results)]
+        if len(ranked) > 1:
+            charts.append(_category_chart(results, ranked))
+        if curve is not None:
+            charts.append(_token_chart(curve))
     body = ["<h2>Overall</h2>", table(head, rows, numeric=range(1, len(head))), '<div class="grid">', *charts, "</div>"]
     if results:
         first = results[0]

@@ -89,7 +89,7 @@ def evaluate(
     result = Result(system.name, _mean(rows), by_category, latency)
     result.recall_curve = [float(v) for v in curve / max(len(scored), 1)]
     result.misses = misses
-    if budget_tokens is not None and system.index is not None:
+    if budget_tokens is not None and system.index is not None and scored:
         result.selection = _selection(system, dataset, budget_tokens)
     return result
 
@@ -99,9 +99,10 @@ def _selection(system: System, dataset: Dataset, budget_tokens: int) -> dict[str
     assert index is not None
     tokens, recall = [], []
     for q in (q for q in dataset.queries if q.relevant):
-        sel = index.select(q.text, budget_tokens=budget_tokens)
+        sel = index.select(q.text, budget_tokens=budget_tokens, caller=system.caller)
         tokens.append(sel.tokens)
-        recall.append(len({dataset.label(n) for n in sel.names} & set(q.relevant)) / len(q.relevant))
+        needed = set(q.relevant)
+        recall.append(len({dataset.label(n) for n in sel.names} & needed) / len(needed))
     total = sum(index.cost(i) for i in range(len(index)))
     return {
         "budget_tokens": budget_tokens,

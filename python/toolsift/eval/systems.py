@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..dense import DenseIndex, Embedder, default_embedder, embed_tools, query_embedding
-from ..errors import ToolsiftError
+from ..errors import InvalidParameterError, ToolsiftError
 from ..index import Index
 from ..text import dense_text, schema_text
 from .datasets import Dataset, LabelledQuery
@@ -30,20 +30,28 @@ class System:
     rank: Ranker
     index: Index | None = None
     """The toolsift index behind the system, when there is one (for budgeted selections)."""
+    caller: list[str] | None = None
+    """The permissions the index is asked with (``None``: an index of the dataset's
+    unrestricted catalog, which needs none)."""
 
 
 def _corpus(dataset: Dataset) -> list[str]:
     return [f"{t.name} {t.description} {schema_text(t.parameters)}" for t in dataset.catalog]
 
 
-def toolsift_system(dataset: Dataset, **index_options: Any) -> System:
-    """toolsift's lexical index with default (or given) options."""
-    index = Index(dataset.catalog, **index_options)
+def toolsift_system(dataset: Dataset, *, saved: Index | None = None, **index_options: Any) -> System:
+    """toolsift's lexical index with default (or given) options; or ``saved``, an index saved
+    from the dataset's tools (its options, learned text and gate as saved), asked as a caller
+    holding every permission, so that every tool is ranked as in an unrestricted catalog."""
+    if saved is not None and index_options:
+        raise InvalidParameterError("give a saved index or index options, not both")
+    index = Index(dataset.catalog, **index_options) if saved is None else saved
+    caller = None if saved is None else list(saved.permissions())
 
     def rank(q: LabelledQuery, k: int) -> list[str]:
-        return [h.tool.name for h in index.search(q.text, k=k)]
+        return [h.tool.name for h in index.search(q.text, k=k, caller=caller)]
 
-    return System("toolsift", rank, index)
+    return System("toolsift", rank, index, caller)
 
 
 def bm25s_system(dataset: Dataset) -> System | None:
