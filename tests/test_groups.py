@@ -198,3 +198,18 @@ def test_tool_search_within_a_group_follows_the_index_grouping() -> None:
     ]
     assert found == [h.tool.name for h in index.search("rotate key", k=3, group="odd")]
     assert found and all(int(n.split("_")[1]) % 2 for n in found)
+
+
+@pytest.mark.parametrize("tiers", [None, ts.ToolTierOptions(budget_tokens=400)])
+def test_browsing_a_group_lists_its_tools_the_caller_may_use_in_registry_order(
+    tiers: ts.ToolTierOptions | None,
+) -> None:
+    tools = [ts.Tool(f"s3__op{i}", f"Object operation {i}", permissions="s3" if i % 3 else "admin") for i in range(9)]
+    tools += [ts.Tool(f"ec2__op{i}", f"Instance operation {i}", permissions="ec2") for i in range(4)]
+    box = ts.Toolbox(ts.Catalog(tools), tiers=tiers, caller=["s3", "ec2"])
+    browsed = [t.name for t in box.search_tools({"query": "", "group": "s3", "limit": 4})]
+    assert browsed == ["s3__op1", "s3__op2", "s3__op4", "s3__op5"]  # s3__op0, s3__op3: admin only
+    ranked = [t.name for t in box.search_tools({"query": "object operation", "group": "s3", "limit": 20})]
+    assert sorted(ranked) == sorted(n for n in (t.name for t in tools[:9]) if not n.endswith(("op0", "op3", "op6")))
+    assert box.index.allowed_positions(caller=["ec2"], group="s3").tolist() == []
+    assert box.index.allowed_positions(caller=["ec2"]).tolist() == [9, 10, 11, 12]

@@ -239,6 +239,38 @@ def test_bad_requests_and_bad_setups_name_what_is_wrong() -> None:
         front(shop([]), caller=None, statistics="tenant")
     with pytest.raises(InvalidParameterError, match="already in front"):
         front(server, caller=None)
+    with pytest.raises(InvalidParameterError, match="pinned must be a list of tool names, not str"):
+        front(shop([]), caller=None, pinned="order_status")
+
+
+def test_callers_with_the_same_permissions_share_a_plan_and_only_the_recent_ones_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolsift.integrations import mcp as adapter
+
+    monkeypatch.setattr(adapter, "BOXES_KEPT", 3)
+    server = lowlevel([[tool("read_file", "Read a text file"), tool("list_dir", "List a directory")]], [])
+    current: dict[str, Any] = {}
+
+    async def caller(ctx: Any) -> Any:
+        return current["caller"]
+
+    fronted = front(server, caller=caller, permissions={"read_file": "files"})
+    callers = [["files", "user:1"], ["user:1", "files"], ["user:1", "files", "files"]]
+    callers += [["files", f"user:{i}"] for i in range(2, 6)]
+
+    async def session(client: Client) -> list[list[str]]:
+        listed = []
+        for held in callers:
+            current["caller"] = held
+            listed.append([t.name for t in (await client.list_tools()).tools])
+        return listed
+
+    listed = run(server, "legacy", session)
+    assert all(names == listed[0] for names in listed)
+    version = fronted._version
+    assert version is not None
+    assert list(version.boxes) == [("files", f"user:{i}") for i in (3, 4, 5)]  # the last three callers
 
 
 def test_a_server_tool_named_like_a_meta_tool_is_left_out_and_logged(caplog: pytest.LogCaptureFixture) -> None:

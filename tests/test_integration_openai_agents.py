@@ -195,6 +195,42 @@ def test_each_clone_carries_its_own_caller_and_starts_with_nothing_loaded() -> N
     assert "issue_refund" in names(model.calls[1])
 
 
+def test_an_agent_given_another_toolbox_never_runs_a_tool_through_the_first() -> None:
+    """The agent's converted tools belong to the toolbox they were made for: after
+    ``agent.toolbox = other`` (another caller), tool_search and call_tool run as that caller."""
+    ran: list[str] = []
+    model = ScriptedModel(
+        [
+            [assistant_message("hello")],
+            [function_call("tool_search", {"query": "refund the payment"}, call_id="s")],
+            [function_call("call_tool", {"name": "issue_refund", "arguments": {}}, call_id="c")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = ToolsiftAgent(name="support", model=model, toolbox=toolbox(ran, caller=("billing.refund",)))
+    Runner.run_sync(agent, "hi", run_config=NO_TRACES)  # the billing caller's turn
+    agent.toolbox = toolbox(ran, caller=("orders.read",))  # now a caller without billing.refund
+    result = Runner.run_sync(agent, "refund the duplicate payment", run_config=NO_TRACES)
+    found = outputs(result)
+    assert "issue_refund" not in found["s"] and "issue_refund" not in agent.loaded
+    assert ran == [] and "issue_refund" in found["c"] and "done" not in found["c"]  # refused, named
+
+
+def test_the_tools_array_follows_the_plan_after_a_reset() -> None:
+    ran: list[str] = []
+    box = toolbox(ran)
+    model = ScriptedModel([[assistant_message("one")], [assistant_message("two")]])
+    agent = ToolsiftAgent(name="support", model=model, toolbox=box)
+    Runner.run_sync(agent, "hi", run_config=NO_TRACES)
+    box.tiers = ts.ToolTierOptions(core=["search_help", "refund_policy"])
+    box.reset()
+    Runner.run_sync(agent, "hi", run_config=NO_TRACES)
+    first, second = (next(t for t in call.tools if t.name == "tool_search") for call in model.calls)
+    assert names(model.calls[1]) == ["refund_policy", "search_help", "tool_search", "call_tool"]
+    assert "refund_policy" in first.description and "refund_policy" not in second.description
+    assert second.description == box.tools()[-2]["function"]["description"]
+
+
 def test_a_toolsift_agent_needs_a_toolbox_and_bad_definitions_name_the_tool_and_field() -> None:
     with pytest.raises(InvalidParameterError, match="toolbox"):
         ToolsiftAgent(name="support")

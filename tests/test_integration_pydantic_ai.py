@@ -146,6 +146,25 @@ def test_meta_tools_mode_uses_the_toolboxs_tool_search_and_loads_what_it_found()
     assert later.tools[0][-1] == "order_status"
 
 
+@pytest.mark.parametrize("bad", [["order_status"], 7, None, {"n": 1}])
+def test_a_history_whose_tool_search_result_was_tampered_with_still_runs(bad: Any) -> None:
+    """The message history is the client's: a search result naming a tool by a non-string is
+    skipped, not a crash of the step (and loads nothing)."""
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart, UserPromptPart
+
+    found = json.dumps([{"name": bad}, {"name": "order_status"}])
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("where is my order?")]),
+        ModelResponse(parts=[ToolCallPart("tool_search", {"query": "order"}, tool_call_id="s")]),
+        ModelRequest(parts=[ToolReturnPart("tool_search", found, tool_call_id="s")]),
+        ModelResponse(parts=[TextPart("Found it.")]),
+    ]
+    later = Script([TextPart("Anything else?")])
+    agent = Agent(FunctionModel(later), deps_type=ts.Toolbox, toolsets=[ToolsiftToolset(meta_tools=True)])
+    agent.run_sync("thanks", deps=toolbox([]), message_history=history)
+    assert later.tools[0] == ["search_help", "tool_search", "call_tool", "order_status"]
+
+
 def test_prepare_tools_loads_what_the_conversation_needs_and_keeps_the_agents_own_tools() -> None:
     ran: list[str] = []
     box = toolbox(ran, caller=("orders.read", "billing.refund"), tiers=False)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -272,3 +275,90 @@ def test_the_name_checked_is_the_name_whose_handler_runs() -> None:
     box.call(Lying("weather"), {})
     assert ran == ["weather"]
     assert box.index.get(Lying("weather")).name == "weather"
+
+
+def test_tools_used_in_the_session_are_charged_to_the_selection_budget_first() -> None:
+    catalog = ts.Catalog(
+        [
+            ts.Tool("order_status", "Order shipping status", cost_tokens=40),
+            ts.Tool("export_report", "Export the order report", cost_tokens=50),
+            ts.Tool("refund_order", "Refund an order payment", cost_tokens=60),
+        ]
+    )
+    box = Toolbox(catalog, handlers={"refund_order": lambda a: "ok"})
+    turn = [{"role": "user", "content": "order status or the order report"}]
+    assert names(box.select(turn, budget_tokens=100)) == ["order_status", "export_report"]
+    box.call("refund_order", {})
+    chosen = names(box.select(turn, budget_tokens=100))
+    assert "refund_order" in chosen and sum(box.index.get(n).cost_tokens or 0 for n in chosen) <= 100
+    assert names(box.select(turn, budget_tokens=10)) == ["refund_order"]  # used stays, even past it
+    assert names(box.select(turn)) == ["order_status", "export_report", "refund_order"]  # no limit
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"pinned": "read_file"}, "ToolTierOptions.pinned must be a list of tool names, not str"),
+        ({"core": "read_file"}, "ToolTierOptions.core must be a list of tool names, not str"),
+        ({"deferred": None}, "ToolTierOptions.deferred must be a list of tool names"),
+        ({"core": ["read_file", 3]}, "ToolTierOptions.core must hold tool names"),
+        ({"budget_tokens": "4000"}, "ToolTierOptions.budget_tokens must be an int"),
+        ({"budget_tokens": -1}, "ToolTierOptions.budget_tokens must be >= 0"),
+        ({"context_window": 0}, "ToolTierOptions.context_window must be >= 1"),
+        ({"usage_count": {"read_file": 3}}, "ToolTierOptions.usage_count must be a function or None"),
+    ],
+)
+def test_bad_tier_options_are_refused_naming_the_option(options: dict[str, Any], says: str) -> None:
+    with pytest.raises(InvalidParameterError, match=re.escape(says)):
+        ToolTierOptions(**options)
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"count_tokens": lambda d: float("nan")}, "count_tokens"),
+        ({"count_tokens": lambda d: None}, "count_tokens"),
+        ({"count_tokens": lambda d: -1000}, "count_tokens"),
+        ({"usage_count": {"read_file": 3}.get}, "usage_count"),  # None for the others
+    ],
+)
+def test_a_tier_function_answering_a_non_count_is_a_typed_error_naming_tool_and_field(
+    options: dict[str, Any], field: str
+) -> None:
+    catalog = ts.Catalog([ts.Tool("read_file", "Read a file"), ts.Tool("weather", "Current weather")])
+    box = Toolbox(catalog, tiers=ToolTierOptions(budget_tokens=50, **options))
+    with pytest.raises(InvalidToolError) as raised:
+        box.tools()
+    assert raised.value.field == field and raised.value.tool in ("read_file", "weather", "tool_search", "call_tool")
+
+
+def test_a_toolbox_shared_by_threads_counts_every_call_and_selects_while_they_run() -> None:
+    catalog = ts.Catalog([ts.Tool(f"t{i}", f"tool number {i}") for i in range(50)])
+    box = Toolbox(catalog, handlers={f"t{i}": (lambda a: "ok") for i in range(50)})
+    errors: list[BaseException] = []
+
+    def calls(offset: int) -> None:
+        try:
+            for i in range(2000):
+                box.call(f"t{(i + offset) % 50}", {})
+        except BaseException as e:  # reported by the assertion below
+            errors.append(e)
+
+    def selects() -> None:
+        try:
+            for _ in range(300):
+                box.select([{"role": "user", "content": "tool number 7"}])
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=calls, args=(n,)) for n in range(4)] + [threading.Thread(target=selects)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often, as on a busy server
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [] and sum(box.used.values()) == 8000

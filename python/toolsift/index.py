@@ -393,6 +393,14 @@ class Index:
             raise UnknownToolError(name)
         return self._tools[self._positions[name]]
 
+    def allowed_positions(self, *, caller: Caller = None, group: Groups = None) -> np.ndarray:
+        """The registry positions of the tools the caller may use, ascending; with ``group``,
+        of that group's (or groups') tools only. One call, whatever the catalog's size."""
+        allowed = self._lexical.allowed(perms_of(caller))
+        members = self._groups.members(group)
+        found: np.ndarray = np.flatnonzero(allowed) if members is None else members[allowed[members]]
+        return found
+
     def groups(self, *, caller: Caller = None) -> dict[str, int]:
         """Each group holding a tool the caller may use, with how many of them, by name. A group
         whose tools the caller may not use is not named."""

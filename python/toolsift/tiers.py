@@ -20,10 +20,12 @@ import hashlib
 import inspect
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from .arguments import count, tool_names
 from .assemble import AnthropicTool, OpenAITool, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .callers import Caller, perms_of
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
@@ -65,6 +67,20 @@ class ToolTierOptions:
     usage_count: Callable[[str], int] | None = None
     count_tokens: Callable[[dict[str, Any]], int] | None = None
     group: Callable[[Tool], str] | None = None
+
+    def __post_init__(self) -> None:
+        for what in ("core", "deferred", "pinned"):
+            names = tool_names(f"ToolTierOptions.{what}", getattr(self, what))  # not a bare string
+            if not isinstance(getattr(self, what), list | tuple):
+                setattr(self, what, names)  # an iterator, read once
+        count("ToolTierOptions.budget_tokens", self.budget_tokens)
+        if count("ToolTierOptions.context_window", self.context_window) == 0:
+            raise InvalidParameterError("ToolTierOptions.context_window must be >= 1, got 0")
+        for what in ("usage_count", "count_tokens", "group"):
+            value = getattr(self, what)
+            if value is not None and not callable(value):
+                kind = type(value).__name__
+                raise InvalidParameterError(f"ToolTierOptions.{what} must be a function or None, not {kind}")
 
     def effective_budget_tokens(self) -> int:
         """The budget in force, in tokens: ``budget_tokens``, or ``context_window // 20`` for 0."""
@@ -152,10 +168,12 @@ class Toolbox:
                 raise InvalidToolError(
                     "the name is reserved for the meta-tool of a toolbox with tiers", tool=reserved, field="name"
                 )
-        self._plan: Plan | None = None
-        self._core_tools: tuple[Tool, ...] = ()  # the plan's core tools sorted by name, with it
+        # the plan and its core tools sorted by name, made together (one attribute, so a thread
+        # never pairs one plan's tools with another plan's tool_search)
+        self._planned: tuple[Plan, tuple[Tool, ...]] | None = None
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
+        self._session = threading.Lock()  # guards used and the pending request's calls
         if self.scope is not None and not isinstance(self.scope, str):
             raise InvalidParameterError(f"scope must be a string or None, not {type(self.scope).__name__}")
         self.scope = self.user if self.scope is None else self.scope
@@ -167,7 +185,8 @@ class Toolbox:
 
     # -- the plan ---------------------------------------------------------------------------
     def _allowed_positions(self) -> list[int]:
-        return [i for i in range(len(self.index)) if self.index.allows(self.index.name(i), caller=self._perms)]
+        positions: list[int] = self.index.allowed_positions(caller=self._perms).tolist()
+        return positions
 
     def allowed_tools(self) -> list[Tool]:
         """Every tool the caller may use, in registry order."""
@@ -184,20 +203,24 @@ class Toolbox:
         return dict(self._frozen().tiers)
 
     def _frozen(self) -> Plan:
-        if self._plan is None:
+        return self._plan_and_core()[0]
+
+    def _plan_and_core(self) -> tuple[Plan, tuple[Tool, ...]]:
+        planned = self._planned
+        if planned is None:
             plan = self._build_plan()
             names = sorted(n for n, t in plan.tiers.items() if t is Tier.CORE)
-            self._core_tools = tuple(self.index.get(n, caller=self._perms) for n in names)
-            self._plan = plan
-        return self._plan
+            planned = self._planned = (plan, tuple(self.index.get(n, caller=self._perms) for n in names))
+        return planned
 
     def reset(self) -> None:
         """Forgets the plan (and the session's usage) so the next use rebuilds it; with a
         ``learned`` store, the pending request is learned from and the index rebuilt with the
         scope's learned texts if they changed (by this box's events, another process's sharing
         the store, or ageing)."""
-        self._plan = None
-        self.used.clear()
+        self._planned = None
+        with self._session:
+            self.used.clear()
         if self.learned is not None:
             self._learn(None)
             self._relearn()
@@ -212,10 +235,12 @@ class Toolbox:
         """Learns from the pending request and the calls after it, then waits on ``request``."""
         if self.learned is None:
             return
-        if self._request is not None and self._called:
+        with self._session:
+            pending, called = self._request, self._called
+            self._request, self._called = request, []
+        if pending is not None and called:
             assert self.scope is not None
-            self.learned.observe(self.index, self._request, self._called, scope=self.scope, caller=self._perms)
-        self._request, self._called = request, []
+            self.learned.observe(self.index, pending, called, scope=self.scope, caller=self._perms)
 
     def _build_plan(self) -> Plan:
         positions = self._allowed_positions()
@@ -230,13 +255,13 @@ class Toolbox:
         for name in (*opts.core, *opts.pinned):
             if name in tiers:
                 tiers[name] = Tier.CORE
+        counter = default_token_count if opts.count_tokens is None else _checked_counter(opts.count_tokens)
         if opts.count_tokens is None:  # the index's own costs: counted once, when it was built
             size = {t.name: self.index.cost(i) for t, i in zip(tools, positions, strict=True)}
         else:
-            size = {t.name: int(opts.count_tokens(t.definition())) for t in tools}
-        count = opts.count_tokens or default_token_count
-        usage = opts.usage_count or (lambda name: 0)
-        planner = Planner(tools, tiers, set(opts.pinned), size, usage, count, opts.group or self.index.group_by)
+            size = {t.name: counter(t.definition()) for t in tools}
+        usage = _no_usage if opts.usage_count is None else _checked_usage(opts.usage_count)
+        planner = Planner(tools, tiers, set(opts.pinned), size, usage, counter, opts.group or self.index.group_by)
         return planner.plan(opts.effective_budget_tokens())
 
     @overload
@@ -248,8 +273,8 @@ class Toolbox:
     def tools(self, format: str = "openai") -> list[Any]:
         """The tools array: core tools sorted by name, then ``tool_search`` and ``call_tool``
         (typed as the ``openai`` / ``anthropic`` SDKs' own tool params for those formats)."""
-        plan = self._frozen()
-        core = list(self._core_tools)  # found when the plan was made: a turn does not scan the plan
+        plan, found = self._plan_and_core()
+        core = list(found)  # found when the plan was made: a turn does not scan the plan
         if self.tiers is None:
             return _emit(core, format)
         meta = [Tool(d["name"], d["description"], d["parameters"]) for d in (plan.search, plan.call)]
@@ -328,9 +353,10 @@ class Toolbox:
         return ToolEvent(name, arguments, self._perms, via), self.handlers.get(name)
 
     def _record(self, name: str) -> None:
-        self.used[name] = self.used.get(name, 0) + 1
-        if self._request is not None:
-            self._called.append(name)
+        with self._session:
+            self.used[name] = self.used.get(name, 0) + 1
+            if self._request is not None:
+                self._called.append(name)
         if self.usage is not None:
             try:
                 self.usage.record(self._user, name)
@@ -364,11 +390,14 @@ class Toolbox:
     def _in_group(self, group: str, query: str, limit: int) -> list[Tool]:
         """The best ``limit`` tools of ``group`` for ``query`` (the caller's tools only); without a
         query, the group's first tools in registry order: the hierarchical step, a group first."""
-        groups = self._frozen().groups
-        if not query.strip():
-            return [t for t in self.allowed_tools() if groups.get(t.name) == group][:limit]
-        if self.tiers is not None and self.tiers.group is None:  # the index groups tools alike
+        if self.tiers is None or self.tiers.group is None:  # the index groups tools alike
+            if not query.strip():
+                positions = self.index.allowed_positions(caller=self._perms, group=group)[:limit]
+                return [self.index.tool(int(i)) for i in positions]
             return [h.tool for h in self.index.search(query, k=limit, caller=self._perms, group=group)]
+        groups = self._frozen().groups  # by the tiers' own group function
+        if not query.strip():
+            return [self.index.get(n, caller=self._perms) for n, g in groups.items() if g == group][:limit]
         hits = self.index.search(query, k=len(self.index), caller=self._perms)
         return [h.tool for h in hits if groups.get(h.tool.name) == group][:limit]
 
@@ -382,19 +411,57 @@ class Toolbox:
         groups: int | None = None,
     ) -> list[dict[str, Any]]:
         """Selection mode: the tools for this turn, chosen from the conversation within
-        ``budget_tokens`` (``None``: no limit); tools already used in the session stay loaded.
-        ``group`` and ``groups`` limit the choice to groups of tools, as for :meth:`Index.select`
-        (``groups``: the hierarchical variant, the best groups for the conversation first, then
-        tools inside them)."""
+        ``budget_tokens`` (``None``: no limit). Tools already used in the session stay loaded and
+        are charged to the budget first (so the turn's tools fit it, unless the used tools alone
+        do not). ``group`` and ``groups`` limit the choice to groups of tools, as for
+        :meth:`Index.select` (``groups``: the hierarchical variant, the best groups for the
+        conversation first, then tools inside them)."""
         query = Query.from_messages(messages)
         self._learn(query)
+        with self._session:
+            used = list(self.used)
+        kept = {self.index.position(n) for n in used if self.index.allows(n, caller=self._perms)}
+        if budget_tokens is not None and kept:
+            left = count("budget_tokens", budget_tokens) - sum(self.index.cost(i) for i in kept)
+            budget_tokens = max(left, 0)
         sel = self.index.select(query, caller=self._perms, budget_tokens=budget_tokens, group=group, groups=groups)
-        positions = set(sel.positions)
-        for name in self.used:
-            if self.index.allows(name, caller=self._perms):
-                positions.add(self.index.position(name))
-        order = [self.index.tool(i) for i in sorted(positions)]
+        order = [self.index.tool(i) for i in sorted(kept.union(sel.positions))]
         return _emit(sorted(order, key=lambda t: not t.core), format)
+
+
+def _checked_counter(count_tokens: Callable[[dict[str, Any]], int]) -> Callable[[dict[str, Any]], int]:
+    """``count_tokens``, whose every answer must be an int in [0, 2**32) (a typed error naming
+    the tool otherwise, not a crash or a plan over its budget)."""
+
+    def counted(definition: dict[str, Any]) -> int:
+        value = count_tokens(definition)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+            raise InvalidToolError(
+                f"ToolTierOptions.count_tokens returned {value!r}, not an int in [0, 2**32)",
+                tool=str(definition.get("name")),
+                field="count_tokens",
+            )
+        return value
+
+    return counted
+
+
+def _checked_usage(usage_count: Callable[[str], int]) -> Callable[[str], int]:
+    """``usage_count``, whose every answer must be an int (a typed error naming the tool)."""
+
+    def used(name: str) -> int:
+        value = usage_count(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidToolError(
+                f"ToolTierOptions.usage_count returned {value!r}, not an int", tool=name, field="usage_count"
+            )
+        return value
+
+    return used
+
+
+def _no_usage(name: str) -> int:
+    return 0
 
 
 def _handler(

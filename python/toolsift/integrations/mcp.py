@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ try:
 except ImportError as e:  # pragma: no cover - without the extra
     raise MissingExtraError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
 
+from ..arguments import tool_names
 from ..callers import Caller, perms_of
 from ..gateway.versions import digest
 from ..index import Index
@@ -85,7 +87,14 @@ class _Version:
     key: tuple[tuple[str, str], ...]
     index: Index
     listed: Mapping[str, types.Tool]
-    boxes: dict[tuple[str, ...], Toolbox] = field(default_factory=dict)
+    boxes: OrderedDict[tuple[str, ...], Toolbox] = field(default_factory=OrderedDict)
+    """The toolboxes of the callers seen last, by their sorted distinct permissions (at most
+    :data:`BOXES_KEPT`, the least recently used dropped first)."""
+
+
+#: Callers' toolboxes (each holds its plan) kept per listing: a server whose callers each hold
+#: their own permissions keeps the plans of the busiest, not one per caller ever seen.
+BOXES_KEPT = 256
 
 
 class Front:
@@ -116,7 +125,8 @@ class Front:
             perms_of(caller)  # a bad fixed caller is refused now, not on the first request
         self._list, self._call = listing, calling
         self.caller, self.permissions, self.hooks = caller, permissions, hooks or Hooks()
-        self.tiers = ToolTierOptions(core=list(pinned), pinned=list(pinned), budget_tokens=budget_tokens)
+        pins = tool_names("pinned", pinned)  # not a bare string, read letter by letter
+        self.tiers = ToolTierOptions(core=pins, pinned=pins, budget_tokens=budget_tokens)
         self.statistics = statistics
         self._version: _Version | None = None
         low.add_request_handler("tools/list", types.PaginatedRequestParams, self._list_tools)
@@ -177,11 +187,16 @@ class Front:
         return perms_of(value).names
 
     async def _box(self, version: _Version, perms: tuple[str, ...]) -> Toolbox:
-        box = version.boxes.get(perms)
+        key = tuple(sorted(set(perms)))  # ("a", "b") and ("b", "a") are one caller
+        box = version.boxes.get(key)
         if box is None:  # the plan is built once per caller and version, off the event loop
-            box = Toolbox(version.index, tiers=self.tiers, caller=perms)
+            box = Toolbox(version.index, tiers=self.tiers, caller=key)
             await anyio.to_thread.run_sync(box.plan)
-            version.boxes[perms] = box
+            version.boxes[key] = box
+            while len(version.boxes) > BOXES_KEPT:
+                version.boxes.popitem(last=False)
+        else:
+            version.boxes.move_to_end(key)
         return box
 
     # -- the handlers ----------------------------------------------------------------------------

@@ -176,7 +176,12 @@ class ToolsiftAgent(Agent[Any]):
     load_found: bool = True
     loaded: list[str] = field(default_factory=list, init=False, repr=False)
     """Names of the tools ``tool_search`` has loaded, first found first."""
-    _converted: dict[str, FunctionTool] = field(default_factory=dict, init=False, repr=False)
+    # name -> (the toolbox and definition it was made from, the tool): a tool is made again when
+    # the toolbox is replaced or its tools array changes (a reset moved pins), never reused for
+    # another caller's toolbox
+    _converted: dict[str, tuple[Toolbox, Mapping[str, Any] | None, FunctionTool]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()  # type: ignore[no-untyped-call]  # the SDK's own checks
@@ -198,10 +203,16 @@ class ToolsiftAgent(Agent[Any]):
         return self.toolbox
 
     def _tool(self, name: str, definition: Mapping[str, Any] | None = None) -> FunctionTool:
-        if name not in self._converted:
-            on_result = self._load if name == SEARCH and self._box().tiers is not None else None
-            self._converted[name] = function_tool(self._box(), definition or name, on_result=on_result)
-        return self._converted[name]
+        box = self._box()
+        held = self._converted.get(name)
+        if held is None or held[0] is not box or held[1] != definition:
+            on_result = self._load if name == SEARCH and box.tiers is not None else None
+            held = self._converted[name] = (
+                box,
+                definition,
+                function_tool(box, definition or name, on_result=on_result),
+            )
+        return held[2]
 
     def _load(self, _name: str, result: Any) -> None:
         if not self.load_found:

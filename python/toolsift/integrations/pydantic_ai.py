@@ -217,7 +217,9 @@ def _found(messages: Sequence[ModelMessage]) -> list[str]:
                 except ValueError:
                     continue
                 if isinstance(definitions, list):
-                    found.update((d["name"], None) for d in definitions if isinstance(d, dict) and "name" in d)
+                    found.update(
+                        (d["name"], None) for d in definitions if isinstance(d, dict) and isinstance(d.get("name"), str)
+                    )
     return list(found)
 
 
