@@ -227,6 +227,11 @@ def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica
         anyio.run(accept)
         for gateway in replicas.gateways:
             wait_for(lambda g=gateway: "files__read_file" in g.version.entries, timeout=VISIBLE_WITHIN_S)
+        import redis
+
+        store = redis.Redis.from_url(redis_server.url)
+        wait_for(lambda: store.hgetall("toolsift:acks") == {})  # an acceptance is of one change: applied, gone
+        store.close()
 
         async def read(gateway: Gateway) -> None:
             async with session(gateway, ALICE) as alice:

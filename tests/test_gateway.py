@@ -230,6 +230,17 @@ def test_toolsift_serve_over_stdio(weather_url: str, tmp_path: Path) -> None:
         ("[servers.a]\ncommand = 'x'\n[callers.c]\ntoken = 'short'\n", "callers.c.token"),
         ("[servers.a]\ncommand = 'x'\n[[rules]]\nmatch = 'a__*'\n", "rules[0]"),
         ("", "servers"),
+        ("[servers.a]\ncommand = 'x'\ntimeout = nan\n", "servers.a.timeout"),
+        ("[servers.a]\ncommand = 'x'\ntimeout = inf\n", "servers.a.timeout"),
+        ("[servers.\"a\\n\"]\ncommand = 'x'\n", "servers.a\n"),
+        ("[servers.a]\nurl = 'file:///etc/passwd'\n", "servers.a.url"),
+        ("[gateway]\npath = 'mcp'\n[servers.a]\ncommand = 'x'\n", "gateway.path"),
+        ("[gateway]\npath = ''\n[servers.a]\ncommand = 'x'\n", "gateway.path"),
+        ("[servers.a]\ncommand = 'x'\n[callers.c]\ntoken = ' padded-token '\n", "callers.c.token"),
+        ("[servers.a]\ncommand = 'x'\n[callers.c]\ntoken = 'tökenwithumlaut'\n", "callers.c.token"),
+        ("[gateway]\nlog = 'g.db'\nusage = 'g.db'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
+        ("[gateway]\nlog = 'g.db-wal'\nusage = 'g.db'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
+        ("[gateway]\nlog = 'g.jsonl'\nusage = 'g.jsonl.1'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
     ],
 )
 def test_config_errors_name_the_field(text: str, field: str) -> None:

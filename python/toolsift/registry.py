@@ -205,6 +205,13 @@ class Tool:
         return load_native(cls, data, position or 0)
 
 
+def folded_name(name: str) -> str:
+    """``name`` as a reader tells names apart: NFKC-normalised, so "café" composed and
+    decomposed, or "search" in full-width letters and in ASCII, are one name (two tools whose names fold
+    alike are duplicates)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
 class Catalog(Sequence[Tool]):
     """Ordered, append-only list of uniquely named tools.
 
@@ -226,8 +233,7 @@ class Catalog(Sequence[Tool]):
             raise DuplicateToolError(
                 f"duplicate name (already at position {self._positions[tool.name]})", tool=tool.name, field="name"
             )
-        # "café" composed and decomposed, full-width "search" and "search": one name to a reader
-        folded = tool.name if tool.name.isascii() else unicodedata.normalize("NFKC", tool.name)
+        folded = folded_name(tool.name)
         seen = self._folded.get(folded, None if folded == tool.name else self._positions.get(folded))
         if seen is not None:
             raise DuplicateToolError(

@@ -13,7 +13,7 @@ Keys, under ``prefix`` (``toolsift`` by default):
 ========================  =======================================================================
 ``<p>:leader``            the lister's replica id, with a TTL of ``lock_ttl`` seconds
 ``<p>:catalog``           hash: ``version``, ``manifest`` (JSON), ``snapshot`` (index file bytes)
-``<p>:acks``              hash: tool name -> the schema digest an admin accepted
+``<p>:acks``              hash: tool name -> the schema digest an admin accepted (until applied)
 ``<p>:events``            pub/sub channel: ``catalog <version>``, ``ack``, ``changed <server>``
 ``<p>:usage:…``           usage counts (:class:`~toolsift.RedisUsageStore`)
 ========================  =======================================================================
@@ -184,6 +184,17 @@ class Cluster:
             raise StoreUnavailableError(
                 f"cannot record the acceptance: the cluster's Redis is unreachable ({e})"
             ) from None
+
+    async def settle(self, names: list[str]) -> None:
+        """Forgets the acceptances of ``names`` once applied: an acceptance is of one held change,
+        not of every later change to the same definition (kept, and applied again, when Redis
+        cannot be reached)."""
+        if not names:
+            return
+        try:
+            await self._redis.hdel(self._keys["acks"], *names)
+        except self.errors as e:
+            self._reached(False, e)
 
     async def accepted(self) -> dict[str, str]:
         """Every accepted digest by tool (empty when Redis cannot be reached)."""

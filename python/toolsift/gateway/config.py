@@ -172,6 +172,10 @@ class GatewayConfig:
             raise fail("must be a number >= 0 (see Index(min_evidence=...))", "gateway.min_evidence")
         if self.log_backups < 0:
             raise fail("must be >= 0", "gateway.log_backups")
+        if not self.path.startswith("/") or any(c.isspace() for c in self.path):
+            raise fail(f"must be a URL path starting with '/', not {self.path!r}", "gateway.path")
+        if self.log is not None and self.usage is not None and _same_file(self.log, self.usage):
+            raise fail("must not be the usage database's file (the log would be written into it)", "gateway.log")
         if self.transport == "http" and not self.callers and not loopback(self.host):
             raise fail("a gateway bound to a non-loopback host needs [callers] with tokens", "gateway.host")
         if self.cluster is not None:
@@ -194,6 +198,17 @@ class GatewayConfig:
             if hmac.compare_digest(caller.token.encode(), token.encode()):
                 found = caller
         return found
+
+
+def _same_file(log: str, usage: str) -> bool:
+    """Whether the log would write over the usage database: one file, or one the log writes beside
+    itself (``.tools.jsonl``, rotated ``.1`` …) or SQLite beside the database (``-wal`` …)."""
+    written, store = str(Path(log).expanduser().resolve()), str(Path(usage).expanduser().resolve())
+    if written == store or written + ".tools.jsonl" == store:
+        return True
+    if store.startswith(written + ".") and store[len(written) + 1 :].isdigit():
+        return True
+    return written in (store + "-wal", store + "-shm", store + "-journal")
 
 
 class _Reader:
@@ -244,7 +259,7 @@ class _Reader:
 
 def _server(r: _Reader, name: str, data: Any) -> ServerConfig:
     where = f"servers.{name}"
-    if not SERVER_NAME.match(name):
+    if not SERVER_NAME.fullmatch(name):
         raise r.fail(
             f"server name {name!r} must be letters, digits, '-' and single '_' (it prefixes tool names with "
             f"{SEPARATOR!r})",
@@ -254,9 +269,11 @@ def _server(r: _Reader, name: str, data: Any) -> ServerConfig:
     command, url = r.take(d, "command", str, where), r.take(d, "url", str, where)
     if (command is None) == (url is None):
         raise r.fail("needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)", where)
+    if url is not None and not url.lower().startswith(("http://", "https://")):
+        raise r.fail(f"must be an http:// or https:// URL (streamable HTTP), not {url!r}", f"{where}.url")
     timeout = r.take(d, "timeout", (int, float), where)
-    if timeout is not None and timeout <= 0:
-        raise r.fail("must be positive", f"{where}.timeout")
+    if timeout is not None and not 0 < timeout < float("inf"):
+        raise r.fail("must be a positive number of seconds", f"{where}.timeout")
     server = ServerConfig(
         name=name,
         command=command,
@@ -299,8 +316,13 @@ def _caller(r: _Reader, name: str, data: Any) -> CallerConfig:
         token = os.environ.get(env)
         if not token:
             raise r.fail(f"environment variable {env} is not set", f"{where}.token_env")
+    field = f"{where}.token" if env is None else f"{where}.token_env"
     if len(token) < 8:
-        raise r.fail("tokens must have at least 8 characters", f"{where}.token")
+        raise r.fail("tokens must have at least 8 characters", field)
+    if not (token.isascii() and token.isprintable()) or token != token.strip() or " " in token:
+        # a request's header carries printable ASCII, and its spaces are stripped: such a token
+        # could never be presented
+        raise r.fail("tokens must be printable ASCII without spaces", field)
     caller = CallerConfig(
         name=name,
         token=token,

@@ -181,7 +181,9 @@ class Replication:
 
     async def _apply_acks(self) -> list[str]:
         accepted = await self.cluster.accepted()
-        return await self.gateway.put_in_service(list(accepted), accepted)
+        done = await self.gateway.put_in_service(list(accepted), accepted)
+        await self.cluster.settle(done)
+        return done
 
     async def acknowledge(self, names: list[str]) -> list[str]:
         """Stores the acceptance of each held change named (its new digest) for the lister."""

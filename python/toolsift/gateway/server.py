@@ -35,6 +35,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import (
     InvalidParameterError,
+    InvalidToolError,
     StoreUnavailableError,
     ToolsiftError,
     UnknownCallerError,
@@ -44,7 +45,7 @@ from ..errors import (
 from ..index import Index
 from ..learning import Learned
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
-from ..registry import Catalog, Tool
+from ..registry import Catalog, Tool, folded_name
 from ..tiers import Toolbox, ToolTierOptions, usage_key
 from ..usage import Usage, UsageStore
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
@@ -167,6 +168,9 @@ class Gateway:
         self.upstreams = {s.name: Upstream(s, self.apply, debounce=config.debounce) for s in config.servers}
         self._table: dict[str, Entry] = {}  # registry order: first seen first, new tools appended
         self._held: dict[str, Entry] = {}  # schema changes waiting for acknowledgement
+        # strict_schema_changes: the entry in service when a tool left its listing, so that a tool
+        # removed and listed again with another definition is held as a change, not added unseen
+        self._retired: dict[str, Entry] = {}
         self._seen: set[str] = set()  # servers listed at least once
         self._reported: set[tuple[str, str, str]] = set()  # scan findings already logged
         self._cuts_reported: set[tuple[str, str]] = set()  # (tool, digest) of descriptions cut and logged
@@ -219,6 +223,8 @@ class Gateway:
         name, notes = namespaced(server, tool.name), _annotations(tool)
         perms, hidden = permissions_of(self.config, server, name, notes)
         pinned = tool.name in self.config.server(server).pinned
+        if tool.title is not None and not _is_text(tool.title):  # sent as listed: refused like the rest
+            raise InvalidToolError("a lone surrogate in the title is not Unicode text", tool=name, field="title")
         described, cut_from = _cut(tool.description or tool.title or "", self.config.max_description_chars)
         item = Tool(name, described, tool.input_schema, permissions=perms, core=pinned, annotations=notes)
         return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
@@ -237,20 +243,37 @@ class Gateway:
         async with self._lock:
             fresh: dict[str, Entry] = {}
             invalid: list[dict[str, Any]] = []
+            # names as the catalog tells them apart (NFKC): a name that folds like another
+            # server's tool, or like one already listed here, would fail the whole index build
+            taken = {folded_name(n): n for n, e in self._table.items() if e.server != server}
             for tool in tools:
                 try:
                     entry = self._entry(server, tool)
                 except ToolsiftError as e:  # one bad definition costs that tool, not the listing
                     invalid.append({"server": server, "tool": getattr(tool, "name", "?"), "error": str(e)})
                     continue
-                if entry.tool.name in fresh:
-                    invalid.append({"server": server, "tool": entry.tool.name, "error": "duplicate name"})
+                name, key = entry.tool.name, folded_name(entry.tool.name)
+                if key in taken:
+                    error = "duplicate name" if taken[key] == name else f"duplicate name (folds like {taken[key]!r})"
+                    invalid.append({"server": server, "tool": name, "error": error})
                     continue
-                fresh[entry.tool.name] = entry
+                taken[key] = name
+                fresh[name] = entry
             self.log.write_each("invalid_tool", invalid)
             cut = [e for e in fresh.values() if e.cut_from and (e.tool.name, e.digest) not in self._cuts_reported]
             self._cuts_reported.update((e.tool.name, e.digest) for e in cut)
             self._report_cuts(server, cut)
+            hold = self.config.strict_schema_changes
+            # a tool that left and came back is compared with the one that left (held if changed)
+            back = [n for n in fresh if n in self._retired and n not in self._table] if hold else []
+            for n in back:
+                self._table[n] = self._retired.pop(n)
+            withdrawn = [
+                n for n in fresh if n in self._held and n in self._table and fresh[n].digest == self._table[n].digest
+            ]
+            for n in withdrawn:  # the upstream went back to the definition in service: nothing to review
+                del self._held[n]
+            self.log.write_each("schema_change_withdrawn", ({"tool": n, "digest": fresh[n].digest} for n in withdrawn))
             old = {n: e for n, e in self._table.items() if e.server == server}
             old.update({n: e for n, e in self._held.items() if e.server == server and n not in old})
             added = [n for n in fresh if n not in old]
@@ -265,18 +288,20 @@ class Gateway:
                     self._held[n] = fresh[n]
                     known.append(n)
             for n in removed:
-                self._table.pop(n, None)
+                gone = self._table.pop(n, None)
                 self._held.pop(n, None)
+                if hold and gone is not None and not gone.placeholder:
+                    self._retired[n] = gone
             for n in added:
                 self._table[n] = fresh[n]
-            hold = self.config.strict_schema_changes
+                self._retired.pop(n, None)
             self.log.write_each(
                 "schema_changed",
                 ({"tool": n, "old": self._current_digest(n), "new": fresh[n].digest, "held": hold} for n in changed),
             )
             for n in changed:
                 (self._held if hold else self._table)[n] = fresh[n]
-            if not (added or removed or changed or known) and server in self._seen:
+            if not (added or removed or changed or known or withdrawn or back) and server in self._seen:
                 return
             self._seen.add(server)
             self.log.write("reindex", server=server, added=added, removed=removed, changed=changed)
@@ -734,6 +759,15 @@ class Gateway:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                     await self.replication.close()
             self.log.close()
+            self._close_stores()
+
+    def _close_stores(self) -> None:
+        """Closes the usage and learning stores the gateway opened (a cluster's usage store is
+        the replication's, closed with it)."""
+        if self.replication is None:
+            self.usage.close()
+        if self.learned is not None:
+            self.learned.close()
 
     async def _serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
@@ -896,6 +930,15 @@ def token_of(headers: Mapping[str, str]) -> str | None:
     if auth and auth[:7].lower() == "bearer ":
         return auth[7:].strip()
     return headers.get("x-api-key")
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is valid Unicode text (no lone surrogate, which UTF-8 cannot carry)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _annotations(tool: types.Tool) -> dict[str, Any] | None:

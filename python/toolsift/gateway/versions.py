@@ -74,7 +74,9 @@ class Version:
 
 
 def digest(tool: types.Tool) -> str:
-    """SHA-256 of what a model relies on: description, input schema, annotations, title."""
+    """SHA-256 of what a model relies on: description, input schema, annotations, title (text
+    with a lone surrogate, which an upstream may send, is hashed as it is, not an error)."""
     data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
     kept = {k: data.get(k) for k in ("title", "description", "inputSchema", "annotations")}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    text = json.dumps(kept, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
