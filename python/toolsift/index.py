@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import EllipsisType
@@ -225,6 +226,9 @@ class Index:
             parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors, progress
         )
         self._min_evidence, self._intents = evidence_floor(min_evidence), flag("intents", intents)
+        # the copies with_learned made, by their texts, while something holds them: sessions of one
+        # learning scope share one rebuilt index instead of each rebuilding its own
+        self._relearned: weakref.WeakValueDictionary[tuple[tuple[str, str], ...], Index] = weakref.WeakValueDictionary()
 
     @property
     def group_by(self) -> Callable[[Tool], str]:
@@ -311,10 +315,16 @@ class Index:
         options, permissions, costs and tool vectors stay): the core index is rebuilt (about as
         long as building this one took), this index is left as it is, so a server swaps the copy
         in whole when it is ready. Per-caller statistics are cut afresh from the copy."""
+        key = _learned_key(learned)
+        shared = None if key is None else self._relearned.get(key)
+        if shared is not None:  # the same texts as a copy still in use (another session's)
+            return shared
         dense = self._hybrid.dense
         parts = relearned(self._parts, learned, None if dense is None else dense.vectors)
         index = type(self).__new__(type(self))
         index._open(parts, **self._options)
+        if key is not None:
+            self._relearned[key] = index
         log.info("rebuilt %d tools with %d learned texts", len(self._tools), len(parts.learned))
         return index
 
@@ -626,3 +636,16 @@ class Index:
         except (TypeError, UnicodeEncodeError):
             check_queries(queries)
             raise
+
+
+def _learned_key(learned: Mapping[str, str] | None) -> tuple[tuple[str, str], ...] | None:
+    """Learned texts as a key (``None`` when they are not all strings: :func:`relearned` then
+    refuses them with a typed error)."""
+    if learned is None:
+        return ()
+    if not isinstance(learned, Mapping):
+        return None
+    pairs = tuple(learned.items())
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
+        return None
+    return tuple(sorted(pairs))

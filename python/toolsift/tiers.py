@@ -159,6 +159,7 @@ class Toolbox:
 
     def __post_init__(self) -> None:
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
+        self._base = self.index  # what learned texts are added to (self.index: with them)
         self._perms = perms_of(self.caller).names
         if self.user is not None:
             check_text("user", self.user)  # refused now, not by the usage store after a call ran
@@ -228,8 +229,9 @@ class Toolbox:
     def _relearn(self) -> None:
         assert self.learned is not None and self.scope is not None
         texts = self.learned.texts(self.scope, self.index)
-        if texts != self.index.learned:
-            self.index = self.index.with_learned(texts)
+        if texts != self.index.learned:  # rebuilt from the index given, so sessions share copies
+            base = self._base
+            self.index = base if texts == base.learned else base.with_learned(texts)
 
     def _learn(self, request: str | Query | None) -> None:
         """Learns from the pending request and the calls after it, then waits on ``request``."""
