@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 import toolsift as ts
-from toolsift.errors import CatalogEncodingError, CatalogError, CatalogFormatError, SchemaError
+from toolsift.errors import (
+    CatalogEncodingError,
+    CatalogError,
+    CatalogFormatError,
+    InvalidParameterError,
+    InvalidToolTypeError,
+    SchemaError,
+)
 
 SCHEMA = {
     "type": "object",
@@ -193,3 +200,72 @@ def test_a_key_given_twice_in_one_object_is_refused_not_read_as_the_last(tmp_pat
     path.write_text('{"name": "drop", "permissions": ["admin"], "permissions": []}\n')
     with pytest.raises(CatalogFormatError, match=r"line 1: a JSON object has the key 'permissions' twice"):
         ts.Catalog.from_file(path)
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"core": "refund"}, "core must be a list of tool names, not str"),
+        ({"core": None}, "core must be a list of tool names, not NoneType"),
+        ({"permissions": [("refund", "billing")]}, "permissions must map tool names to permissions"),
+    ],
+)
+def test_loader_options_of_the_wrong_type_are_refused(options: dict[str, object], says: str) -> None:
+    items = [{"name": "refund", "description": "Refund an order", "inputSchema": {"type": "object"}}]
+    with pytest.raises(InvalidParameterError, match=says):
+        ts.Catalog.from_mcp(items, **options)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="permission"):  # a misspelt option is not ignored
+        ts.Catalog.from_mcp(items, permission={"refund": "billing"})  # type: ignore[call-arg]
+
+
+def test_an_emitted_tools_array_is_the_callers_to_change() -> None:
+    """Editing an emitted schema (``additionalProperties: false`` for a strict mode) leaves the
+    tool, its saved form and the next selection as they were."""
+    tool = ts.Tool(
+        "get_order",
+        "Get an order",
+        {"type": "object", "properties": {"id": {"type": "string"}}},
+        annotations={"readOnlyHint": True},
+    )
+    index = ts.Index([tool])
+    first = index.select("get order")
+    for entry in first.to_openai():
+        entry["function"]["parameters"]["additionalProperties"] = False  # type: ignore[index]
+    for mcp_entry in first.to_mcp():
+        mcp_entry["inputSchema"]["properties"]["id"]["type"] = "integer"
+        mcp_entry["annotations"]["readOnlyHint"] = False
+    for anthropic_entry in first.to_anthropic():
+        anthropic_entry["input_schema"]["required"] = ["id"]  # type: ignore[index]
+    tool.definition()["parameters"]["properties"].clear()
+    assert (
+        index.select("get order").to_mcp()
+        == ts.Index([ts.Tool.from_dict(json.loads(tool.to_json()))]).select("get order").to_mcp()
+    )
+    assert tool.parameters == {"type": "object", "properties": {"id": {"type": "string"}}}
+    assert tool.annotations == {"readOnlyHint": True}
+
+
+def test_mcp_annotations_of_the_wrong_type_are_refused_naming_the_tool() -> None:
+    with pytest.raises(InvalidToolTypeError, match="'readOnlyHint' must be a bool") as raised:
+        ts.Tool("t", "x", annotations={"readOnlyHint": "maybe"})
+    assert raised.value.tool == "t" and raised.value.field == "annotations"
+    with pytest.raises(InvalidToolTypeError, match="'title' must be a str"):
+        ts.Tool("t", "x", annotations={"title": 5})
+    assert ts.Tool("t", "x", annotations={"title": "T", "readOnlyHint": True, "x-custom": [1]}).annotations
+
+
+def test_names_and_permissions_are_kept_as_plain_strings() -> None:
+    class Lying(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return 0
+
+    tool = ts.Tool(Lying("send_mail"), "Send mail", permissions=[Lying("admin"), Lying("billing")])
+    assert type(tool.name) is str and tool.permissions == ("admin", "billing")
+    assert all(type(p) is str for p in tool.permissions)
+    index = ts.Index([tool])
+    assert index.search("send mail", caller=["admin"]) == []  # both are needed... as written
+    with pytest.raises(InvalidParameterError, match="a catalog is made of a list of tools"):
+        ts.Catalog(None)  # type: ignore[arg-type]

@@ -109,3 +109,84 @@ def test_tool_outputs_reasoning_and_non_text_blocks_add_no_text() -> None:
         {"type": "function_call", "call_id": "c2", "name": "", "arguments": "{}"},
     ]
     assert ts.Query.from_messages(items).parts == ()
+
+
+def test_the_sdks_own_message_objects_give_the_query_their_dicts_give() -> None:
+    """The documented SDK loops append the SDK's objects to the history (OpenAI's
+    ``completion.choices[0].message``, Responses' ``response.output``, Anthropic's
+    ``response.content``): they are read as the dicts they stand for."""
+    from anthropic.types import TextBlock, ToolUseBlock
+    from openai.types.chat import ChatCompletionMessage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    said = ChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": "Looking up the shipment",
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "track_shipment", "arguments": "{}"}}],
+        }
+    )
+    chat = [{"role": "user", "content": "where is my order"}, said, {"role": "user", "content": "ok do it"}]
+    blocks = [
+        TextBlock(type="text", text="Looking up the shipment"),
+        ToolUseBlock(type="tool_use", id="u", name="track_shipment", input={}),
+    ]
+    anthropic = [chat[0], {"role": "assistant", "content": blocks}, chat[2]]
+    output = [
+        ResponseOutputMessage(
+            id="m",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text="Looking up the shipment", annotations=[])],
+        ),
+        ResponseFunctionToolCall(type="function_call", call_id="c", name="track_shipment", arguments="{}"),
+    ]
+    responses = [chat[0], *output, chat[2]]
+    plain = ts.Query.from_messages([chat[0], said.model_dump(exclude_none=True), chat[2]])
+    assert plain.parts == (
+        ("ok do it", 1.0),
+        ("where is my order", 0.5),
+        ("Looking up the shipment", 0.5),
+        ("track_shipment", 0.5),
+    )
+    assert (
+        ts.Query.from_messages(chat) == ts.Query.from_messages(anthropic) == ts.Query.from_messages(responses) == plain
+    )
+
+
+@pytest.mark.parametrize(
+    ("messages", "options", "says"),
+    [
+        ("where is my order", {}, "messages must be a list of messages"),
+        ([None], {}, "message 0 must be a mapping"),
+        ([{"role": "user", "content": "x"}], {"decay": "0.5"}, "decay must be a finite number"),
+        ([{"role": "user", "content": "x"}], {"max_user_turns": 2.0}, "max_user_turns must be an int"),
+        ([{"role": "user", "content": "x"}], {"max_user_turns": -1}, "max_user_turns must be an int >= 0"),
+        ([{"role": "user", "content": "x"}], {"recent_tools": "get_order"}, "recent_tools must be a list"),
+        ([{"role": "user", "content": "x"}], {"recent_tools": ["a", None]}, "recent_tools must be a list"),
+    ],
+)
+def test_bad_history_arguments_are_refused_naming_them(messages: object, options: dict[str, object], says: str) -> None:
+    with pytest.raises(InvalidParameterError, match=says):
+        ts.Query.from_messages(messages, **options)  # type: ignore[arg-type]
+
+
+def test_odd_but_legal_history_shapes_add_no_text_and_zero_user_turns_means_none() -> None:
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": None}, {"type": "image_url", "image_url": {"url": "x"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": None}]},
+        {"role": "user", "content": "refund it"},
+    ]
+    assert ts.Query.from_messages(history).parts == (("refund it", 1.0),)
+    assert ts.Query.from_messages(history, max_user_turns=0).parts == ()
+
+
+def test_a_query_keeps_its_own_copy_of_the_parts_it_checked() -> None:
+    given = [("order status", 1.0)]
+    query = ts.Query(given)  # type: ignore[arg-type]
+    given.append(("\ud800", float("nan")))
+    assert query.parts == (("order status", 1.0),) and hash(query) == hash(ts.Query((("order status", 1.0),)))
+    for bad in ("abc", None, (("a",),)):
+        with pytest.raises(InvalidParameterError):
+            ts.Query(bad)  # type: ignore[arg-type]

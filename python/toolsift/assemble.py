@@ -13,8 +13,9 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from .arguments import tool_names
 from .errors import InvalidToolError
-from .registry import Tool
+from .registry import Tool, json_copy
 
 if TYPE_CHECKING:
     # The SDKs' own request types, so that ``tools=sel.to_openai()`` type-checks against the
@@ -67,7 +68,7 @@ def to_openai(tools: Iterable[Tool]) -> list[OpenAITool]:
             "function": {
                 "name": _named_for("OpenAI", t),
                 "description": t.description,
-                "parameters": cast(dict[str, object], t.parameters),
+                "parameters": cast(dict[str, object], json_copy(t.parameters, t.name)),
             },
         }
         for t in tools
@@ -78,10 +79,10 @@ def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[An
     """Anthropic Messages ``tools`` entries; tools named in ``defer`` get ``defer_loading: true``
     (loaded by Anthropic's hosted tool search only when the model finds them). A name Anthropic
     refuses (see :data:`NAME_RULES`) raises :class:`~toolsift.errors.InvalidToolError`."""
-    deferred = set(defer)
+    deferred = set(tool_names("defer", defer))  # not a bare string, read letter by letter
     out: list[AnthropicTool] = []
     for t in tools:
-        schema = cast(dict[str, object], t.parameters)
+        schema = cast(dict[str, object], json_copy(t.parameters, t.name))
         entry: AnthropicTool = {
             "name": _named_for("Anthropic", t),
             "description": t.description,
@@ -102,8 +103,12 @@ def to_mcp(tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """MCP ``tools/list`` entries (annotations included where the tool has them)."""
     out = []
     for t in tools:
-        entry: dict[str, Any] = {"name": t.name, "description": t.description, "inputSchema": t.parameters}
+        entry: dict[str, Any] = {
+            "name": t.name,
+            "description": t.description,
+            "inputSchema": json_copy(t.parameters, t.name),
+        }
         if t.annotations:
-            entry["annotations"] = t.annotations
+            entry["annotations"] = json_copy(t.annotations, t.name)
         out.append(entry)
     return out

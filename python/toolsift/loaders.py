@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import CatalogEncodingError, CatalogFormatError, ToolsiftError
+from .arguments import tool_names
+from .errors import CatalogEncodingError, CatalogFormatError, InvalidParameterError, ToolsiftError
 
 log = logging.getLogger("toolsift.loaders")
 
@@ -60,7 +61,10 @@ def _field(item: Mapping[str, Any], key: str, position: int, kind: type, default
 
 
 def _finish(make: type[T], tools: list[dict[str, Any]], permissions: Permissions, core: Iterable[str]) -> list[T]:
-    core_names = set(core)
+    if permissions is not None and not isinstance(permissions, Mapping) and not callable(permissions):
+        kind = type(permissions).__name__
+        raise InvalidParameterError(f"permissions must map tool names to permissions (or be a function), not {kind}")
+    core_names = set(tool_names("core", core))  # not a bare string, read letter by letter
     out = []
     for spec in tools:
         name = spec["name"]
@@ -113,25 +117,31 @@ def _anthropic_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
 
 
 def _load(
-    make: type[T], data: Any, what: str, spec: Callable[[Mapping[str, Any], int], dict[str, Any]], **options: Any
+    make: type[T],
+    data: Any,
+    what: str,
+    spec: Callable[[Mapping[str, Any], int], dict[str, Any]],
+    permissions: Permissions,
+    core: Iterable[str],
 ) -> list[T]:
     specs = [spec(_as_dict(item, i), i) for i, item in enumerate(_items(data, what))]
-    return _finish(make, specs, options.get("permissions"), options.get("core", ()))
+    return _finish(make, specs, permissions, core)
 
 
-def load_mcp(make: type[T], result: Any, **options: Any) -> list[T]:
-    """Tools of an MCP ``tools/list`` result."""
-    return _load(make, result, "an MCP tools/list result", _mcp_spec, **options)
+def load_mcp(make: type[T], result: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> list[T]:
+    """Tools of an MCP ``tools/list`` result (``permissions``: ``{name: perms}`` or
+    ``fn(name) -> perms`` for the tools it names; ``core``: names of tools always sent)."""
+    return _load(make, result, "an MCP tools/list result", _mcp_spec, permissions, core)
 
 
-def load_openai(make: type[T], tools: Any, **options: Any) -> list[T]:
-    """Tools of an OpenAI ``tools`` array."""
-    return _load(make, tools, "an OpenAI tools array", _openai_spec, **options)
+def load_openai(make: type[T], tools: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> list[T]:
+    """Tools of an OpenAI ``tools`` array (``permissions``, ``core``: see :func:`load_mcp`)."""
+    return _load(make, tools, "an OpenAI tools array", _openai_spec, permissions, core)
 
 
-def load_anthropic(make: type[T], tools: Any, **options: Any) -> list[T]:
-    """Tools of an Anthropic ``tools`` array."""
-    return _load(make, tools, "an Anthropic tools array", _anthropic_spec, **options)
+def load_anthropic(make: type[T], tools: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> list[T]:
+    """Tools of an Anthropic ``tools`` array (``permissions``, ``core``: see :func:`load_mcp`)."""
+    return _load(make, tools, "an Anthropic tools array", _anthropic_spec, permissions, core)
 
 
 def _any_spec(item: Mapping[str, Any], i: int, fields: frozenset[str]) -> dict[str, Any]:
@@ -235,8 +245,9 @@ def _parse(text: str, path: Path) -> Any:
     return [value for _, value in json_lines(text, path)]
 
 
-def load_file(make: type[T], path: str | Path, **options: Any) -> list[T]:
-    """Tools of a ``.json`` file (a list, or an object with a ``tools`` list) or a ``.jsonl`` file."""
+def load_file(make: type[T], path: str | Path, *, permissions: Permissions = None, core: Iterable[str] = ()) -> list[T]:
+    """Tools of a ``.json`` file (a list, or an object with a ``tools`` list) or a ``.jsonl`` file
+    (``permissions``, ``core``: see :func:`load_mcp`)."""
     p = Path(path)
     try:
         text = _decode(p)
@@ -244,7 +255,7 @@ def load_file(make: type[T], path: str | Path, **options: Any) -> list[T]:
         raise CatalogFormatError(f"cannot read {p}: {e.strerror}") from None
     try:
         fields = _fields(make)
-        return _load(make, _parse(text, p), f"{p}", lambda item, i: _any_spec(item, i, fields), **options)
+        return _load(make, _parse(text, p), f"{p}", lambda item, i: _any_spec(item, i, fields), permissions, core)
     except ToolsiftError as e:
         if e.args and str(p) not in str(e.args[0]):
             e.args = (f"{p}: {e.args[0]}", *e.args[1:])

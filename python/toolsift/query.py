@@ -37,14 +37,26 @@ def check_text(what: str, value: object) -> str:
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 
 
+def _plain(item: Any) -> Any:
+    """``item`` as plain data: an SDK's pydantic object (an OpenAI ``ChatCompletionMessage``, a
+    Responses output item, an Anthropic ``TextBlock``) as the dict it stands for."""
+    dump = getattr(item, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else item
+
+
+def _blocks(content: Any) -> list[Mapping[str, Any]]:
+    """The content blocks of a block list (plain dicts or SDK objects; anything else skipped)."""
+    if not isinstance(content, Iterable) or isinstance(content, str | bytes | Mapping):
+        return []
+    return [b for b in map(_plain, content) if isinstance(b, Mapping)]
+
+
 def _text(content: Any) -> str:
     """The text of a message's content: a string, or the text blocks of a block list."""
     if isinstance(content, str):
         return content
-    if isinstance(content, Iterable) and not isinstance(content, Mapping | bytes):
-        blocks = [b for b in content if isinstance(b, Mapping) and b.get("type") in _TEXT_BLOCKS]
-        return "\n".join(str(b.get("text", "")) for b in blocks)
-    return ""
+    texts = [b.get("text") for b in _blocks(content) if b.get("type") in _TEXT_BLOCKS]
+    return "\n".join(t for t in texts if isinstance(t, str))
 
 
 def _calls_tools(message: Mapping[str, Any]) -> bool:
@@ -57,11 +69,31 @@ def _tool_names(message: Mapping[str, Any]) -> list[str]:
     or a Responses ``function_call`` item calls."""
     if message.get("type") == "function_call":
         return [message["name"]] if isinstance(message.get("name"), str) and message["name"] else []
-    names = [c.get("function", {}).get("name", "") for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
-    content = message.get("content")
-    if isinstance(content, list):
-        names += [b.get("name", "") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    functions = (c.get("function") for c in _blocks(message.get("tool_calls")))
+    names = [f.get("name") for f in functions if isinstance(f, Mapping)]
+    names += [b.get("name") for b in _blocks(message.get("content")) if b.get("type") == "tool_use"]
     return [n for n in names if isinstance(n, str) and n]
+
+
+def _messages(messages: Any) -> list[Mapping[str, Any]]:
+    """``messages`` as a list of mappings (SDK objects dumped), or :class:`InvalidParameterError`."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        kind = type(messages).__name__
+        raise InvalidParameterError(f"messages must be a list of messages, not {kind}")
+    out = []
+    for i, message in enumerate(map(_plain, messages)):
+        if not isinstance(message, Mapping):
+            raise InvalidParameterError(
+                f"message {i} must be a mapping (or an SDK message object), not {type(message).__name__}"
+            )
+        out.append(message)
+    return out
+
+
+def _number(what: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise InvalidParameterError(f"{what} must be a finite number >= 0, not {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -76,7 +108,13 @@ class Query:
     parts: tuple[tuple[str, float], ...]
 
     def __post_init__(self) -> None:
-        for text, weight in self.parts:
+        if isinstance(self.parts, str | bytes | Mapping) or not isinstance(self.parts, Iterable):
+            raise InvalidParameterError(f"query parts must be (text, weight) pairs, not {type(self.parts).__name__}")
+        parts = []
+        for part in self.parts:
+            if not isinstance(part, tuple | list) or len(part) != 2:
+                raise InvalidParameterError(f"a query part must be a (text, weight) pair, not {part!r}")
+            text, weight = part
             check_text("query text", text)
             if (
                 isinstance(weight, bool)
@@ -85,6 +123,9 @@ class Query:
                 or not 0 <= weight <= MAX_WEIGHT
             ):
                 raise InvalidParameterError(f"query weight must be a number in [0, {MAX_WEIGHT:g}], not {weight!r}")
+            parts.append((str.__str__(text), float(weight)))
+        # a copy, as checked: a list given as parts and changed later changes nothing
+        object.__setattr__(self, "parts", tuple(parts))
 
     @classmethod
     def of(cls, query: str | Query) -> Query:
@@ -121,9 +162,18 @@ class Query:
             plan_weight: Weight of ``plan``.
             tool_weight: Weight of the recent tool names.
         """
+        messages = _messages(messages)
+        decay = _number("decay", decay)
+        plan_weight, tool_weight = _number("plan_weight", plan_weight), _number("tool_weight", tool_weight)
+        if isinstance(max_user_turns, bool) or not isinstance(max_user_turns, int) or max_user_turns < 0:
+            raise InvalidParameterError(f"max_user_turns must be an int >= 0, not {max_user_turns!r}")
+        check_text("plan", plan)
+        recent = [] if isinstance(recent_tools, str | bytes) else list(recent_tools)
+        if isinstance(recent_tools, str | bytes) or not all(isinstance(n, str) for n in recent):
+            raise InvalidParameterError("recent_tools must be a list of tool names (strings)")
         parts: list[tuple[str, float]] = []
         users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _text(m.get("content"))]
-        for distance, i in enumerate(reversed(users[-max_user_turns:])):
+        for distance, i in enumerate(reversed(users[max(len(users) - max_user_turns, 0) :] if max_user_turns else [])):
             parts.append((_text(messages[i]["content"]), decay**distance))
         last_user = users[-1] if users else len(messages)
         before = [m for m in messages[:last_user] if m.get("role") == "assistant" and _text(m.get("content"))]
@@ -132,7 +182,7 @@ class Query:
         if plan:
             parts.append((plan, plan_weight))
         tools = dict.fromkeys([n for m in messages if _calls_tools(m) for n in _tool_names(m)])
-        tools.update(dict.fromkeys(recent_tools))
+        tools.update(dict.fromkeys(recent))
         if tools:
             parts.append((" ".join(tools), tool_weight))
         return cls(tuple(parts))

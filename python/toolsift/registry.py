@@ -22,7 +22,7 @@ from .errors import (
     SchemaError,
     UnknownToolError,
 )
-from .loaders import load_anthropic, load_file, load_mcp, load_native, load_openai
+from .loaders import Permissions, load_anthropic, load_file, load_mcp, load_native, load_openai
 
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 MAX_NAME_CHARS = 256
@@ -32,6 +32,16 @@ MAX_NAME_CHARS = 256
 MAX_SCHEMA_DEPTH = 100
 
 
+#: The MCP tool annotations toolsift checks, and their types (``ToolAnnotations`` of the spec).
+ANNOTATION_TYPES: Mapping[str, type] = {
+    "title": str,
+    "readOnlyHint": bool,
+    "destructiveHint": bool,
+    "idempotentHint": bool,
+    "openWorldHint": bool,
+}
+
+
 def _check_name(name: object) -> str:
     if not isinstance(name, str):
         raise InvalidToolTypeError(f"name must be a string, not {type(name).__name__}", tool=repr(name), field="name")
@@ -39,7 +49,7 @@ def _check_name(name: object) -> str:
         raise InvalidToolError(f"name must have 1 to {MAX_NAME_CHARS} characters", tool=name[:80], field="name")
     if any(c.isspace() or unicodedata.category(c).startswith("C") for c in name):
         raise InvalidToolError("name must not contain whitespace or control characters", tool=name, field="name")
-    return name
+    return str.__str__(name)  # a plain str: a subclass could compare or hash as another name
 
 
 def _depth(value: object) -> int:
@@ -61,7 +71,7 @@ def _depth(value: object) -> int:
     return deepest
 
 
-def _json_copy(name: str, field: str, value: Mapping[str, Any], error: type[InvalidToolError]) -> dict[str, Any]:
+def _checked_json(name: str, field: str, value: Mapping[str, Any], error: type[InvalidToolError]) -> dict[str, Any]:
     """A deep copy of ``value`` through JSON, refused (``error``, naming the tool and field) when
     it nests too deeply or is not JSON: NaN, a non-JSON object, an integer past Python's
     int-to-str digit limit, a lone surrogate in a string or key."""
@@ -80,7 +90,7 @@ def _check_schema(name: str, schema: object) -> dict[str, Any]:
         raise SchemaError(
             f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters"
         )
-    copy = _json_copy(name, "parameters", schema, SchemaError)
+    copy = _checked_json(name, "parameters", schema, SchemaError)
     if copy.get("type", "object") != "object":
         raise SchemaError(
             f"parameters must be an object schema, not type {copy['type']!r}", tool=name, field="parameters"
@@ -107,7 +117,7 @@ def _check_strings(name: str, field: str, value: object) -> tuple[str, ...]:
                 f"{field} must hold strings, found {type(item).__name__}", tool=name, field=field
             )
         _check_text(name, field, item)
-    return out
+    return tuple(str.__str__(item) for item in out)  # plain strs (see _check_name)
 
 
 def name_arg(name: object) -> str:
@@ -151,13 +161,14 @@ class Tool:
     def __post_init__(self) -> None:
         name = _check_name(self.name)
         put = object.__setattr__
+        put(self, "name", name)
         if self.description is None:
             put(self, "description", "")
         for field in ("description", "search_text"):
             if not isinstance(getattr(self, field), str):
                 kind = type(getattr(self, field)).__name__
                 raise InvalidToolTypeError(f"{field} must be a string, not {kind}", tool=name, field=field)
-            _check_text(name, field, getattr(self, field))
+            put(self, field, str.__str__(_check_text(name, field, getattr(self, field))))
         put(self, "parameters", _check_schema(name, self.parameters))
         perms = _check_strings(name, "permissions", self.permissions or ())  # "" / None: public
         if any(not p for p in perms):
@@ -174,7 +185,15 @@ class Tool:
         if self.annotations is not None:
             if not isinstance(self.annotations, Mapping):
                 raise InvalidToolTypeError("annotations must be a mapping", tool=name, field="annotations")
-            put(self, "annotations", _json_copy(name, "annotations", self.annotations, InvalidToolError))
+            put(self, "annotations", _checked_json(name, "annotations", self.annotations, InvalidToolError))
+            for key, expected in ANNOTATION_TYPES.items():  # what an MCP client validates them as
+                value = self.annotations.get(key)
+                if value is not None and not isinstance(value, expected):
+                    raise InvalidToolTypeError(
+                        f"annotations {key!r} must be a {expected.__name__}, not {type(value).__name__}",
+                        tool=name,
+                        field="annotations",
+                    )
 
     def __hash__(self) -> int:
         return hash(("Tool", self.name))
@@ -196,13 +215,34 @@ class Tool:
         return out
 
     def definition(self) -> dict[str, Any]:
-        """The format-neutral definition a model sees: name, description, parameters."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+        """The format-neutral definition a model sees: name, description, parameters (a copy:
+        changing it leaves the tool as it is)."""
+        return {"name": self.name, "description": self.description, "parameters": json_copy(self.parameters, self.name)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, position: int | None = None) -> Tool:
         """A tool from toolsift's own JSON form (the field names of this class)."""
         return load_native(cls, data, position or 0)
+
+
+def json_copy(value: Any, tool: str = "", depth: int = 0) -> Any:
+    """A copy of JSON data (dicts and lists copied at every depth, the rest shared: strings,
+    numbers, booleans and ``None`` cannot change), for handing out a tool's schema: what a caller
+    does to the copy (``additionalProperties: false`` for a strict mode) leaves the tool, the
+    index's costs and later selections as they were. A schema that nests deeper than a tool may
+    (a circular reference, made by changing it after the tool was built) raises
+    :class:`SchemaError` naming ``tool``."""
+    if depth > MAX_SCHEMA_DEPTH:
+        raise SchemaError(
+            f"parameters nest deeper than {MAX_SCHEMA_DEPTH} levels (a circular reference?)",
+            tool=tool,
+            field="parameters",
+        )
+    if type(value) is dict:
+        return {k: json_copy(v, tool, depth + 1) for k, v in value.items()}
+    if type(value) is list:
+        return [json_copy(v, tool, depth + 1) for v in value]
+    return value
 
 
 def folded_name(name: str) -> str:
@@ -220,6 +260,8 @@ class Catalog(Sequence[Tool]):
     """
 
     def __init__(self, tools: Iterable[Tool | Mapping[str, Any]] = ()) -> None:
+        if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
+            raise InvalidParameterError(f"a catalog is made of a list of tools, not {type(tools).__name__}")
         self._tools: list[Tool] = []
         self._positions: dict[str, int] = {}
         self._folded: dict[str, int] = {}  # names that are not ASCII, NFKC-normalised
@@ -310,24 +352,28 @@ class Catalog(Sequence[Tool]):
         write_atomic(path, (piece for piece, _ in json_lines(self._tools)))
 
     @classmethod
-    def from_mcp(cls, result: Any, **options: Any) -> Catalog:
-        """From an MCP ``tools/list`` result (a dict, an SDK result object, or its tool list)."""
-        return cls(load_mcp(Tool, result, **options))
+    def from_mcp(cls, result: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
+        """From an MCP ``tools/list`` result (a dict, an SDK result object, or its tool list).
+        ``permissions``: ``{name: perms}`` or ``fn(name) -> perms``, for the tools it names (the
+        others keep what they came with); ``core``: names of tools always sent."""
+        return cls(load_mcp(Tool, result, permissions=permissions, core=core))
 
     @classmethod
-    def from_openai(cls, tools: Any, **options: Any) -> Catalog:
-        """From an OpenAI ``tools`` array (Chat Completions or Responses form)."""
-        return cls(load_openai(Tool, tools, **options))
+    def from_openai(cls, tools: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
+        """From an OpenAI ``tools`` array (Chat Completions or Responses form); ``permissions``
+        and ``core`` as for :meth:`from_mcp`."""
+        return cls(load_openai(Tool, tools, permissions=permissions, core=core))
 
     @classmethod
-    def from_anthropic(cls, tools: Any, **options: Any) -> Catalog:
-        """From an Anthropic ``tools`` array."""
-        return cls(load_anthropic(Tool, tools, **options))
+    def from_anthropic(cls, tools: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
+        """From an Anthropic ``tools`` array; ``permissions`` and ``core`` as for :meth:`from_mcp`."""
+        return cls(load_anthropic(Tool, tools, permissions=permissions, core=core))
 
     @classmethod
-    def from_file(cls, path: str | Path, **options: Any) -> Catalog:
-        """From a JSON or JSON Lines file of tools in any of the supported shapes."""
-        return cls(load_file(Tool, path, **options))
+    def from_file(cls, path: str | Path, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
+        """From a JSON or JSON Lines file of tools in any of the supported shapes; ``permissions``
+        and ``core`` as for :meth:`from_mcp`."""
+        return cls(load_file(Tool, path, permissions=permissions, core=core))
 
 
 #: Every field of :class:`Tool` but its name, with its default (``MISSING`` for ``parameters``).
