@@ -117,8 +117,13 @@ pub struct CostOrder {
     /// The smallest cost of a non-core tool (`u64::MAX` when there is none): once less budget
     /// is left, packing can stop.
     pub min_cost: u64,
-    /// The mean cost of a non-core tool, to size the rounds of a selection.
+    /// The mean cost of a non-core tool (kept in snapshots, which check it on load).
     pub mean_cost: u64,
+    /// The mean cost of the cheapest 99 % of the non-core tools, to size the rounds of a
+    /// selection: one tool of outlandish cost (2³² − 1, a "never select" marker) in a large
+    /// catalog no longer shrinks every round to a few tools, repeating the ranking until the
+    /// budget fills, while the rounds of an ordinary catalog stay as the mean made them.
+    round_cost: u64,
     /// Non-core tools by ascending cost (ties: registry order): the few that still fit late in
     /// a selection are scored directly.
     docs: Vec<DocId>,
@@ -138,10 +143,14 @@ impl CostOrder {
             .first()
             .map_or(u64::MAX, |&d| u64::from(costs[d as usize]));
         let total: u64 = docs.iter().map(|&d| u64::from(costs[d as usize])).sum();
-        let sorted = docs.iter().map(|&d| costs[d as usize]).collect();
+        let sorted: Vec<u32> = docs.iter().map(|&d| costs[d as usize]).collect();
+        let kept = &sorted[..sorted.len() - sorted.len() / 100];
+        let round_cost =
+            kept.iter().map(|&c| u64::from(c)).sum::<u64>() / (kept.len() as u64).max(1);
         CostOrder {
             min_cost,
             mean_cost: total / count.max(1),
+            round_cost,
             docs,
             costs: sorted,
         }
@@ -153,13 +162,13 @@ impl CostOrder {
     }
 
     /// How many candidates a round of a selection over `num_docs` tools asks for: enough tools
-    /// of mean cost to fill `budget_tokens` (or the cap), and two more. Little slack is
+    /// of typical cost (`round_cost`) to fill `budget_tokens` (or the cap), and two more. Little slack is
     /// cheaper: the depth a ranking must reach drives its cost, and a round that comes up short
     /// is followed by one that continues from the same scoring state (the botocore and Zipf 10k
     /// workloads of `benches/`: 9–12 % fewer instructions than with half as many again plus 8;
     /// the selection is the same for any depth).
     pub fn round_k(&self, budget_tokens: u64, max_taken: Option<usize>, num_docs: usize) -> usize {
-        let fill = (budget_tokens / self.mean_cost.max(1)).min(num_docs as u64) as usize;
+        let fill = (budget_tokens / self.round_cost.max(1)).min(num_docs as u64) as usize;
         let want = max_taken.map_or(fill, |m| m.min(fill));
         (want + 2).min(num_docs.max(1))
     }
@@ -199,6 +208,17 @@ pub fn pack(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn one_outlandish_cost_does_not_shrink_the_rounds() {
+        let mut costs = vec![50u32; 10_000];
+        costs[7] = u32::MAX; // a tool nobody can afford, in another corner of the catalog
+        let order = CostOrder::new(&costs, &vec![false; costs.len()]);
+        assert!(order.mean_cost > 400_000); // the mean it used to size rounds with
+        assert_eq!(order.round_k(8_000, None, costs.len()), 8_000 / 50 + 2);
+        assert_eq!(order.round_k(8_000, Some(10), costs.len()), 12);
+        assert_eq!(CostOrder::new(&[], &[]).round_k(100, None, 0), 1);
+    }
 
     #[test]
     fn core_first_then_candidates_in_registry_order() {

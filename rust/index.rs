@@ -18,7 +18,7 @@ pub use crate::ranking::tuning::{PREFIX_MAX_SHARE, PREFIX_MIN_LIMIT};
 use crate::ranking::{self, selection, Term, Tuning};
 use crate::tokenizer::Tokenizer;
 use crate::topk::Hit;
-use crate::vocab::{TermId, Vocab};
+use crate::vocab::{TermId, TermWeights, Vocab};
 
 /// A query: pieces of text with weights (a plain `&str` is one piece of weight 1). A term counts
 /// once, with the largest weight of the pieces it occurs in, so older context can count less than
@@ -207,7 +207,7 @@ impl Index {
     /// score in this order, so pruned and exhaustive scores agree to the bit.
     pub(crate) fn query_terms(&self, query: &Query<'_>) -> Vec<Term<'_>> {
         let mut tokenizer = Tokenizer::default();
-        let mut found: Vec<(TermId, f32)> = Vec::with_capacity(16);
+        let mut found = TermWeights::default();
         for &(text, weight) in &query.0 {
             // Documented clamping for the Rust API (Python refuses such weights): NaN and
             // weights ≤ 0 count as 0, weights above MAX_WEIGHT as MAX_WEIGHT.
@@ -220,15 +220,14 @@ impl Index {
                 let (term, prefix) = self.vocab.get_word(word, to_stem);
                 let prefix = prefix.filter(|_| prefix_weight > 0.0);
                 for (id, weight) in [(term, weight), (prefix, prefix_weight)] {
-                    let Some(id) = id else { continue };
-                    match found.iter_mut().find(|(x, _)| *x == id) {
-                        Some(e) => e.1 = e.1.max(weight),
-                        None => found.push((id, weight)),
+                    if let Some(id) = id {
+                        found.add(id, weight);
                     }
                 }
             });
         }
         let mut terms: Vec<(TermId, Term<'_>)> = found
+            .into_vec()
             .into_iter()
             .filter_map(|(id, qtf)| {
                 let list = self.postings.list(id);

@@ -15,13 +15,13 @@ use crate::bm25::idf;
 use crate::index::{Index, Query};
 use crate::postings::DocId;
 use crate::tokenizer::Tokenizer;
-use crate::vocab::TermId;
+use crate::vocab::TermWeights;
 
 impl Index {
     /// The evidence (see the module doc) of each of `docs` for `query`.
     pub fn evidence<'q>(&self, query: impl Into<Query<'q>>, docs: &[DocId]) -> Vec<f32> {
         let query = query.into();
-        let mut words: Vec<(TermId, f32)> = Vec::with_capacity(16);
+        let mut words = TermWeights::default();
         let mut tokenizer = Tokenizer::default();
         for &(text, weight) in &query.0 {
             if weight.is_nan() || weight <= 0.0 {
@@ -35,15 +35,13 @@ impl Index {
                 let Some(term) = self.vocab.get_word(word, to_stem).0 else {
                     return;
                 };
-                match words.iter_mut().find(|(t, _)| *t == term) {
-                    Some(e) => e.1 = e.1.max(weight),
-                    None => words.push((term, weight)),
-                }
+                words.add(term, weight);
             });
         }
         let n = self.len();
         let unit = idf(n, 1);
         let terms: Vec<(&[DocId], f32)> = words
+            .into_vec()
             .into_iter()
             .filter_map(|(term, weight)| {
                 let list = self.postings.list(term);

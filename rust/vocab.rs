@@ -24,6 +24,55 @@ pub struct WordTerms {
 /// Dense id of a term, an index into the postings.
 pub type TermId = u32;
 
+/// The distinct terms of a query with the largest weight each, in order of first occurrence (the
+/// order scores are summed in, so results do not depend on how the terms were collected). A
+/// linear search while there are few, as in most requests; a map from [`TermWeights::LINEAR`]
+/// terms on, so that a long conversation given as one query costs linear, not quadratic, time.
+#[derive(Debug, Default)]
+pub struct TermWeights {
+    found: Vec<(TermId, f32)>,
+    at: Option<Map<TermId, usize>>,
+}
+
+impl TermWeights {
+    /// Terms searched linearly before a map is kept.
+    pub const LINEAR: usize = 32;
+
+    /// Adds `weight` for `term`: the largest weight given a term counts.
+    pub fn add(&mut self, term: TermId, weight: f32) {
+        let index = match &mut self.at {
+            Some(at) => at.get(&term).copied(),
+            None => self.found.iter().position(|&(t, _)| t == term),
+        };
+        if let Some(i) = index {
+            let held = &mut self.found[i].1;
+            *held = held.max(weight);
+            return;
+        }
+        self.found.push((term, weight));
+        match &mut self.at {
+            Some(at) => {
+                at.insert(term, self.found.len() - 1);
+            }
+            None if self.found.len() > Self::LINEAR => {
+                self.at = Some(
+                    self.found
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(t, _))| (t, i))
+                        .collect(),
+                );
+            }
+            None => {}
+        }
+    }
+
+    /// The terms and their weights, in order of first occurrence.
+    pub fn into_vec(self) -> Vec<(TermId, f32)> {
+        self.found
+    }
+}
+
 /// Token → term id, and normalised word → term id.
 #[derive(Debug, Default, Clone)]
 pub struct Vocab {
@@ -173,6 +222,27 @@ impl Vocab {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The same terms, weights and order as a linear search over every term gives, below
+        /// and past [`TermWeights::LINEAR`].
+        #[test]
+        fn term_weights_keep_first_occurrence_and_the_largest_weight(
+            adds in prop::collection::vec((0u32..80, 0.0f32..10.0), 0..400)
+        ) {
+            let mut fast = TermWeights::default();
+            let mut slow: Vec<(TermId, f32)> = Vec::new();
+            for &(term, weight) in &adds {
+                fast.add(term, weight);
+                match slow.iter_mut().find(|(t, _)| *t == term) {
+                    Some(e) => e.1 = e.1.max(weight),
+                    None => slow.push((term, weight)),
+                }
+            }
+            prop_assert_eq!(fast.into_vec(), slow);
+        }
+    }
 
     #[test]
     fn interning_is_idempotent_and_dense() {

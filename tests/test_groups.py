@@ -213,3 +213,19 @@ def test_browsing_a_group_lists_its_tools_the_caller_may_use_in_registry_order(
     assert sorted(ranked) == sorted(n for n in (t.name for t in tools[:9]) if not n.endswith(("op0", "op3", "op6")))
     assert box.index.allowed_positions(caller=["ec2"], group="s3").tolist() == []
     assert box.index.allowed_positions(caller=["ec2"]).tolist() == [9, 10, 11, 12]
+
+
+def test_a_core_tool_never_takes_the_place_of_a_group_in_a_hierarchical_selection() -> None:
+    tools = [
+        ts.Tool("help__refund_orders_faq", "refund orders: answers about refund orders", core=True, cost_tokens=10),
+        ts.Tool("billing__issue_credit", "refund an order payment", cost_tokens=10),
+        ts.Tool("billing__credit_status", "status of a refund", cost_tokens=10),
+        ts.Tool("shop__list_orders", "list orders", cost_tokens=10),
+    ]
+    index = ts.Index(tools)
+    assert index.search("refund orders", k=1)[0].tool.name == "help__refund_orders_faq"  # ranks first
+    assert index.select("refund orders", groups=1).names == (
+        "help__refund_orders_faq",
+        "billing__issue_credit",
+        "billing__credit_status",
+    )

@@ -97,6 +97,15 @@ PARAMETER_CASES = [
     ("tool arguments not an object", lambda: TIERED.call("a", ["x"])),  # type: ignore[arg-type]
     ("a tool name that is not a string", lambda: TIERED.call(["a"], {})),  # type: ignore[arg-type]
     ("UsageStore half_life_s='x'", lambda: ts.UsageStore(half_life_s="x")),  # type: ignore[arg-type]
+    ("k1 past the largest float", lambda: ts.Index(INDEX._tools, k1=10**400)),
+    ("alpha past the largest float", lambda: ts.Index(INDEX._tools, alpha=10**400)),
+    ("Index.cost of -1", lambda: INDEX.cost(-1)),
+    ("Index.cost past the end", lambda: INDEX.cost(len(INDEX))),
+    ("Index.cost of 2**40", lambda: INDEX.cost(2**40)),
+    ("Index.cost of a string", lambda: INDEX.cost("0")),  # type: ignore[arg-type]
+    ("Index.tool of -1 (not the last tool)", lambda: INDEX.tool(-1)),
+    ("Index.name past the end", lambda: INDEX.name(len(INDEX))),
+    ("Index.tool of True", lambda: INDEX.tool(True)),
 ]
 
 

@@ -6,6 +6,7 @@ Each returns the value in the form the core takes, or raises
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 
 from .errors import InvalidParameterError
@@ -35,7 +36,10 @@ def number(name: str, value: object) -> float:
     """``value`` as a float (an int or float, not a bool)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidParameterError(f"{name} must be a number, not {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int past the largest float
+        raise InvalidParameterError(f"{name} is too large a number (past {sys.float_info.max:.3g})") from None
 
 
 def flag(name: str, value: object) -> bool:

@@ -12,6 +12,7 @@ scope, rank, merge the intents, the relevance gate, pack), each done by a module
 from __future__ import annotations
 
 import logging
+import operator
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -380,16 +381,27 @@ class Index:
             raise UnknownPermissionError(unknown)
 
     def tool(self, position: int) -> Tool:
-        """The tool at a registry position."""
-        return self._tools[position]
+        """The tool at a registry position (an int in ``[0, len(index))``)."""
+        return self._tools[self._position(position)]
 
     def name(self, position: int) -> str:
         """Name of the tool at a registry position."""
-        return self._tools[position].name
+        return self._tools[self._position(position)].name
 
     def cost(self, position: int) -> int:
         """Token cost of the tool at a registry position."""
-        return int(self._core.cost(position))
+        return int(self._core.cost(self._position(position)))
+
+    def _position(self, position: object) -> int:
+        if isinstance(position, int) and not isinstance(position, bool) and 0 <= position < len(self._tools):
+            return position
+        try:
+            found = operator.index(position)  # type: ignore[arg-type]  # a numpy integer, say
+        except TypeError:
+            raise InvalidParameterError(f"a position must be an int, not {type(position).__name__}") from None
+        if isinstance(position, bool) or not 0 <= found < len(self._tools):
+            raise InvalidParameterError(f"no tool at position {position!r} (the index holds {len(self._tools)})")
+        return found
 
     def allows(self, name: str, *, caller: Caller = None) -> bool:
         """True when a tool called ``name`` exists and the caller may use it."""
@@ -477,7 +489,7 @@ class Index:
             None if max_tools is None else count("max_tools", max_tools),
         )
         perms = perms_of(caller)
-        scope = self._scope(query, perms, group, groups)
+        scope = self._scope(query, perms, group, groups, candidates=True)
         if self._gate_closed(query, perms, scope):
             return Selection(self, self._lexical.select("", perms, tokens, cap, scope), budget_tokens)  # core only
         intents = (
@@ -536,25 +548,29 @@ class Index:
         return evidence
 
     # -- the steps of a query ------------------------------------------------------------------
-    def _scope(self, query: str | Query, perms: Perms, group: Groups, groups: int | None) -> np.ndarray | None:
+    def _scope(
+        self, query: str | Query, perms: Perms, group: Groups, groups: int | None, candidates: bool = False
+    ) -> np.ndarray | None:
         """The positions a search or selection ranks among (``None``: every tool): the tools of
         ``group``, then, with ``groups``, only those of the ``groups`` groups whose best tool ranks
-        highest for the query (the hierarchical step: the right groups first, then tools inside)."""
+        highest for the query (the hierarchical step: the right groups first, then tools inside).
+        With ``candidates`` (a selection, which takes core tools whatever the query), core tools
+        do not choose groups: one ranking first would take a group's place and bring nothing."""
         if group is None and groups is None:
             return None
         wanted = groups_arg(groups)
         scope = self._groups.members(group)
         if wanted is None:
             return scope
+        depth = self._hybrid.depth + (self._core_count if candidates else 0)
         if self._hybrid.lexical_only:
-            order = self._search(query, perms, self._hybrid.depth, scope)[0].tolist()
+            order = self._search(query, perms, depth, scope)[0].tolist()
         else:
             order = [
-                h.position
-                for h in self._hybrid.rank(
-                    self._lexical, self._tools, Query.of(query), perms, self._hybrid.depth, scope
-                )
+                h.position for h in self._hybrid.rank(self._lexical, self._tools, Query.of(query), perms, depth, scope)
             ]
+        if candidates and self._core_count:
+            order = [p for p in order if not self._core.is_core(p)]
         return self._groups.best(order, wanted)
 
     def _search(
