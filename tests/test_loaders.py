@@ -269,3 +269,18 @@ def test_names_and_permissions_are_kept_as_plain_strings() -> None:
     assert index.search("send mail", caller=["admin"]) == []  # both are needed... as written
     with pytest.raises(InvalidParameterError, match="a catalog is made of a list of tools"):
         ts.Catalog(None)  # type: ignore[arg-type]
+
+
+def test_fields_a_tool_does_not_keep_are_reported_not_dropped_silently(caplog: pytest.LogCaptureFixture) -> None:
+    openai = [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": True}}]
+    anthropic = [{"name": "b", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]
+    mcp = [{"name": "c", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "title": "C"}]
+    with caplog.at_level("WARNING", logger="toolsift"):
+        ts.Catalog.from_openai(openai)
+        ts.Catalog.from_anthropic(anthropic)
+        ts.Catalog.from_mcp(mcp)
+        ts.Catalog.from_mcp([{"name": "d", "inputSchema": {"type": "object"}, "annotations": {"title": "D"}}])
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3
+    assert "function.strict (1)" in said[0] and "cache_control (1)" in said[1]
+    assert "outputSchema (1), title (1)" in said[2]

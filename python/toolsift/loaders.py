@@ -1,8 +1,11 @@
 """Loaders: MCP ``tools/list`` results, OpenAI and Anthropic ``tools`` arrays, JSON and JSONL files.
 
 Each loader returns tools in input order and raises :class:`~toolsift.errors.CatalogFormatError`
-(naming the item and field) for input of the wrong shape; nothing is skipped silently. Every loader
-takes two options for what those formats cannot carry:
+(naming the item and field) for input of the wrong shape; nothing is skipped silently: a tool keeps
+its name, description, schema and (MCP) annotations, and the fields of an item it does not keep
+(OpenAI ``strict``, Anthropic ``cache_control``, MCP ``outputSchema``, ...) are logged as a warning,
+since the definitions toolsift emits will not have them. Every loader takes two options for what
+those formats cannot carry:
 
 * ``permissions``: a mapping ``name -> permissions`` or a callable ``name -> permissions``; a tool
   it does not name (or for which the callable returns ``None``) keeps the permissions its item
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -116,6 +120,28 @@ def _anthropic_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     }
 
 
+#: The keys of each shape's items that toolsift reads (the rest are reported, see :func:`_unread`).
+_MCP_KEYS = frozenset({"name", "description", "inputSchema", "annotations"})
+_OPENAI_KEYS = frozenset({"type", "function", "name", "description", "parameters"})
+_OPENAI_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
+_ANTHROPIC_KEYS = frozenset({"type", "name", "description", "input_schema"})
+
+
+def _unread(item: Mapping[str, Any]) -> list[str]:
+    """The keys of an MCP, OpenAI or Anthropic item that toolsift does not keep, so never emits
+    (OpenAI ``strict``, Anthropic ``cache_control``, MCP ``outputSchema``...); toolsift's own form
+    refuses unknown keys instead."""
+    if item.get("type") == "function" or "function" in item:
+        fn = item.get("function")
+        nested = [f"function.{k}" for k in fn if k not in _OPENAI_FUNCTION_KEYS] if isinstance(fn, Mapping) else []
+        return [k for k in item if k not in _OPENAI_KEYS] + nested
+    if "inputSchema" in item:
+        return [k for k in item if k not in _MCP_KEYS]
+    if "input_schema" in item:
+        return [k for k in item if k not in _ANTHROPIC_KEYS]
+    return []
+
+
 def _load(
     make: type[T],
     data: Any,
@@ -123,15 +149,31 @@ def _load(
     spec: Callable[[Mapping[str, Any], int], dict[str, Any]],
     permissions: Permissions,
     core: Iterable[str],
+    report_unread: bool = True,
 ) -> list[T]:
-    specs = [spec(_as_dict(item, i), i) for i, item in enumerate(_items(data, what))]
+    specs, unread = [], Counter[str]()
+    for i, item in enumerate(_items(data, what)):
+        found = _as_dict(item, i)
+        specs.append(spec(found, i))
+        unread.update(_unread(found))
+    if unread and report_unread:  # not silently: what the emitted definitions will lack
+        keys = ", ".join(f"{k} ({n})" for k, n in sorted(unread.items()))
+        log.warning("%s: fields toolsift keeps no copy of, so never emits (tools holding them): %s", what, keys)
     return _finish(make, specs, permissions, core)
 
 
-def load_mcp(make: type[T], result: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> list[T]:
+def load_mcp(
+    make: type[T],
+    result: Any,
+    *,
+    permissions: Permissions = None,
+    core: Iterable[str] = (),
+    report_unread: bool = True,
+) -> list[T]:
     """Tools of an MCP ``tools/list`` result (``permissions``: ``{name: perms}`` or
-    ``fn(name) -> perms`` for the tools it names; ``core``: names of tools always sent)."""
-    return _load(make, result, "an MCP tools/list result", _mcp_spec, permissions, core)
+    ``fn(name) -> perms`` for the tools it names; ``core``: names of tools always sent;
+    ``report_unread``: log the item fields not kept, for a caller that emits these tools)."""
+    return _load(make, result, "an MCP tools/list result", _mcp_spec, permissions, core, report_unread)
 
 
 def load_openai(make: type[T], tools: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> list[T]:

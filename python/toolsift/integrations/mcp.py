@@ -172,12 +172,15 @@ class Front:
                     raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=listed.name)
                 if listed.name in kept:
                     raise InvalidToolError("the server lists this name twice; the first is served", tool=listed.name)
-                load_mcp(Tool, [listed])  # checked on its own
+                load_mcp(Tool, [listed], report_unread=False)  # checked on its own
             except ToolsiftError as e:
                 log.warning("toolsift front: tool left out: %s", e)
                 continue
             kept[listed.name] = listed
-        return load_mcp(Tool, list(kept.values()), permissions=self.permissions, core=self.tiers.pinned)
+        # served as the server lists them (outputSchema, title and all): nothing to report
+        return load_mcp(
+            Tool, list(kept.values()), permissions=self.permissions, core=self.tiers.pinned, report_unread=False
+        )
 
     async def caller_of(self, ctx: Context) -> tuple[str, ...]:
         """The permissions of the request's caller."""
