@@ -81,7 +81,7 @@ def _checked_json(name: str, field: str, value: Mapping[str, Any], error: type[I
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as e:
         raise error(f"{field} are not valid JSON: {e}", tool=name, field=field) from None
-    copy: dict[str, Any] = json.loads(_check_text(name, field, text, error))
+    copy: dict[str, Any] = json.loads(check_tool_text(name, field, text, error))
     return copy
 
 
@@ -98,9 +98,11 @@ def _check_schema(name: str, schema: object) -> dict[str, Any]:
     return copy
 
 
-def _check_text(name: str, field: str, value: str, error: type[InvalidToolError] = InvalidToolError) -> str:
+def check_tool_text(name: str, field: str, value: str, error: type[InvalidToolError] = InvalidToolError) -> str:
+    """``value``, refused (``error`` naming tool ``name`` and ``field``) when it holds a lone
+    surrogate, which is not Unicode text: the core and every file written need UTF-8."""
     try:
-        value.encode("utf-8")  # the core, and every file written, needs UTF-8
+        value.encode("utf-8")
     except UnicodeEncodeError as e:
         raise error(f"a lone surrogate ({value[e.start]!r}) is not Unicode text", tool=name, field=field) from None
     return value
@@ -116,7 +118,7 @@ def _check_strings(name: str, field: str, value: object) -> tuple[str, ...]:
             raise InvalidToolTypeError(
                 f"{field} must hold strings, found {type(item).__name__}", tool=name, field=field
             )
-        _check_text(name, field, item)
+        check_tool_text(name, field, item)
     return tuple(str.__str__(item) for item in out)  # plain strs (see _check_name)
 
 
@@ -168,7 +170,7 @@ class Tool:
             if not isinstance(getattr(self, field), str):
                 kind = type(getattr(self, field)).__name__
                 raise InvalidToolTypeError(f"{field} must be a string, not {kind}", tool=name, field=field)
-            put(self, field, str.__str__(_check_text(name, field, getattr(self, field))))
+            put(self, field, str.__str__(check_tool_text(name, field, getattr(self, field))))
         put(self, "parameters", _check_schema(name, self.parameters))
         perms = _check_strings(name, "permissions", self.permissions or ())  # "" / None: public
         if any(not p for p in perms):

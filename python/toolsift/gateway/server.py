@@ -35,7 +35,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import (
     InvalidParameterError,
-    InvalidToolError,
     StoreUnavailableError,
     ToolsiftError,
     UnknownCallerError,
@@ -45,7 +44,7 @@ from ..errors import (
 from ..index import Index
 from ..learning import Learned
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
-from ..registry import Catalog, Tool, folded_name
+from ..registry import Catalog, Tool, check_tool_text, folded_name
 from ..tiers import Toolbox, ToolTierOptions, usage_key
 from ..usage import Usage, UsageStore
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
@@ -223,8 +222,8 @@ class Gateway:
         name, notes = namespaced(server, tool.name), _annotations(tool)
         perms, hidden = permissions_of(self.config, server, name, notes)
         pinned = tool.name in self.config.server(server).pinned
-        if tool.title is not None and not _is_text(tool.title):  # sent as listed: refused like the rest
-            raise InvalidToolError("a lone surrogate in the title is not Unicode text", tool=name, field="title")
+        if tool.title is not None:  # sent as listed: refused like the rest of the definition
+            check_tool_text(name, "title", tool.title)
         described, cut_from = _cut(tool.description or tool.title or "", self.config.max_description_chars)
         item = Tool(name, described, tool.input_schema, permissions=perms, core=pinned, annotations=notes)
         return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
@@ -930,15 +929,6 @@ def token_of(headers: Mapping[str, str]) -> str | None:
     if auth and auth[:7].lower() == "bearer ":
         return auth[7:].strip()
     return headers.get("x-api-key")
-
-
-def _is_text(value: str) -> bool:
-    """Whether ``value`` is valid Unicode text (no lone surrogate, which UTF-8 cannot carry)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _annotations(tool: types.Tool) -> dict[str, Any] | None:
