@@ -230,3 +230,18 @@ def test_same_catalog_query_and_caller_give_byte_identical_output_across_process
         for seed in ("1", "2", "3")
     ]
     assert runs[0].stdout and runs[0].stdout == runs[1].stdout == runs[2].stdout
+
+
+def test_a_budget_the_core_tools_leave_no_room_in_says_so() -> None:
+    index = ts.Index(
+        [
+            ts.Tool("search_help", "Search the help center articles", core=True, cost_tokens=30),
+            ts.Tool("order_status", "Get the shipping status of an order", cost_tokens=31),
+        ]
+    )
+    for budget in (30, 35):
+        sel = index.select("where is my order", budget_tokens=budget)
+        assert sel.names == ("search_help",) and sel.note is not None
+        assert f"{budget - 30} tokens left after the core tools" in sel.note
+    assert index.select("where is my order", budget_tokens=61).note is None
+    assert index.select("where is my order", budget_tokens=61).names == ("search_help", "order_status")

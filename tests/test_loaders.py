@@ -198,8 +198,9 @@ def test_loader_options_never_strip_what_a_file_says_and_warn_of_unknown_names(
 def test_a_key_given_twice_in_one_object_is_refused_not_read_as_the_last(tmp_path: Path) -> None:
     path = tmp_path / "tools.jsonl"
     path.write_text('{"name": "drop", "permissions": ["admin"], "permissions": []}\n')
-    with pytest.raises(CatalogFormatError, match=r"line 1: a JSON object has the key 'permissions' twice"):
+    with pytest.raises(CatalogFormatError, match=r"line 1: a JSON object has the key 'permissions' twice") as e:
         ts.Catalog.from_file(path)
+    assert str(e.value).count("line 1") == 1  # where it is, said once
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,8 @@ def test_the_sdks_own_message_objects_give_the_query_their_dicts_give() -> None:
     [
         ("where is my order", {}, "messages must be a list of messages"),
         ([None], {}, "message 0 must be a mapping"),
-        ([{"role": "user", "content": "x"}], {"decay": "0.5"}, "decay must be a finite number"),
+        ([{"role": "user", "content": "x"}], {"decay": "0.5"}, "decay must be a number in"),
+        ([{"role": "user", "content": "x"}], {"decay": 1e300}, r"decay must be a number in \[0, 1\]"),
         ([{"role": "user", "content": "x"}], {"max_user_turns": 2.0}, "max_user_turns must be an int"),
         ([{"role": "user", "content": "x"}], {"max_user_turns": -1}, "max_user_turns must be an int >= 0"),
         ([{"role": "user", "content": "x"}], {"recent_tools": "get_order"}, "recent_tools must be a list"),

@@ -362,3 +362,29 @@ def test_a_toolbox_shared_by_threads_counts_every_call_and_selects_while_they_ru
     finally:
         sys.setswitchinterval(interval)
     assert errors == [] and sum(box.used.values()) == 8000
+
+
+def test_a_tool_marked_core_is_sent_in_full_and_never_demoted_by_a_tiered_toolbox() -> None:
+    catalog = ts.Catalog(
+        [
+            ts.Tool("search_help", "Search the help center", core=True, cost_tokens=300),
+            ts.Tool("order_status", "Order shipping status", cost_tokens=40),
+        ]
+    )
+    box = Toolbox(catalog, tiers=ToolTierOptions(budget_tokens=100))  # too small for it: kept anyway
+    assert box.plan()["search_help"] is Tier.CORE
+    assert names(box.tools()) == ["search_help", "tool_search", "call_tool"]
+    assert [(t["name"], t.get("defer_loading", False)) for t in box.hosted_search_tools()] == [
+        ("search_help", False),
+        ("order_status", True),
+    ]
+
+
+def test_errors_about_a_tool_carry_tool_and_field() -> None:
+    box = Toolbox(ts.Catalog([ts.Tool("refund", "Refund a payment")]))
+    with pytest.raises(MissingHandlerError) as missing:
+        box.call("refund", {})
+    with pytest.raises(UnknownToolError) as unknown:
+        box.call("nope", {})
+    assert (missing.value.tool, missing.value.field) == ("refund", None)
+    assert (unknown.value.tool, unknown.value.field) == ("nope", None)

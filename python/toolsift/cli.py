@@ -452,7 +452,9 @@ def _parser() -> argparse.ArgumentParser:
     _renamed(s, "--budget", "--budget-tokens", "-k", "--max-tools")
     s.add_argument("--format", choices=("names", "openai", "anthropic", "mcp"), default="names")
     s.add_argument("--group", action="append", default=[], metavar="GROUP", help="only tools of this group")
-    s.add_argument("--groups", type=int, default=None, metavar="N", help="hierarchical: the N best groups first")
+    s.add_argument(
+        "--groups", type=_at_least(1), default=None, metavar="N", help="hierarchical: the N best groups first"
+    )
     s.set_defaults(run=search)
     b = sub.add_parser(
         "index", parents=[common], help="index a catalog file and save the index (loads in milliseconds)"
@@ -511,7 +513,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--usage", metavar="FILE", help="a UsageStore SQLite file, for pin suggestions")
     r.add_argument("--caller", action="append", default=[], metavar="PERM", help="check only this caller's tools")
     r.add_argument("--public", action="store_true", help="check only the public tools (no permission needed)")
-    r.add_argument("-k", type=int, default=5, help="shortlist size for reachability and misses (default 5)")
+    r.add_argument("-k", type=_at_least(1), default=5, help="shortlist size for reachability and misses (default 5)")
     r.add_argument(
         "--limit", type=_at_least(0), default=10, help="findings printed per kind (default 10; files get all)"
     )
@@ -527,7 +529,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--port", type=int, help="override [gateway] port (0: any free port)")
     g.add_argument("--token", help="stdio transport: the caller's token (default: $TOOLSIFT_TOKEN)")
     g.add_argument(
-        "--replicas", type=int, default=1, help="run N gateway processes on one port (SO_REUSEPORT; needs [cluster])"
+        "--replicas",
+        type=_at_least(1),
+        default=1,
+        help="run N gateway processes on one port (SO_REUSEPORT; needs [cluster])",
     )
     g.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each replica
     g.set_defaults(run=serve)

@@ -81,6 +81,7 @@ class UnknownToolError(ToolsiftError, LookupError):
 
     def __init__(self, name: str) -> None:
         self.tool = name
+        self.field: str | None = None
         super().__init__(f"unknown tool {name!r}")
 
 
@@ -141,6 +142,10 @@ class InternalError(ToolsiftError, RuntimeError):
 
 class MissingHandlerError(ToolsiftError, LookupError):
     """The tool exists and the caller may use it, but the toolbox has no handler to run it."""
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        self.tool, self.field = tool, None
+        super().__init__(message)
 
 
 class UpstreamError(ToolsiftError, RuntimeError):

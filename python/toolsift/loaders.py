@@ -250,6 +250,8 @@ def parse_json(text: str, where: object) -> Any:
         raise CatalogFormatError(f"{where}: not valid JSON: {e.msg} at {at}") from None
     except RecursionError:
         raise CatalogFormatError(f"{where}: JSON nested too deeply to read") from None
+    except CatalogFormatError:  # a key given twice: already says where
+        raise
     except ValueError as e:  # an integer past Python's int-to-str digit limit
         raise CatalogFormatError(f"{where}: JSON that cannot be read: {e}") from None
 

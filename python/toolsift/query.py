@@ -90,9 +90,9 @@ def _messages(messages: Any) -> list[Mapping[str, Any]]:
     return out
 
 
-def _number(what: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise InvalidParameterError(f"{what} must be a finite number >= 0, not {value!r}")
+def _number(what: str, value: object, most: float = MAX_WEIGHT) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= most:
+        raise InvalidParameterError(f"{what} must be a number in [0, {most:g}], not {value!r}")
     return float(value)
 
 
@@ -163,7 +163,7 @@ class Query:
             tool_weight: Weight of the recent tool names.
         """
         messages = _messages(messages)
-        decay = _number("decay", decay)
+        decay = _number("decay", decay, 1.0)  # the latest user message weighs most
         plan_weight, tool_weight = _number("plan_weight", plan_weight), _number("tool_weight", tool_weight)
         if isinstance(max_user_turns, bool) or not isinstance(max_user_turns, int) or max_user_turns < 0:
             raise InvalidParameterError(f"max_user_turns must be an int >= 0, not {max_user_turns!r}")

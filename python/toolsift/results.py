@@ -26,6 +26,7 @@ class Registry(Protocol):
 
     def tool(self, position: int) -> Tool: ...
     def cost(self, position: int) -> int: ...
+    def cheapest_cost(self) -> int | None: ...
 
 
 class Dropped(NamedTuple):
@@ -119,12 +120,23 @@ class Selection(Sequence[int]):
     @property
     def note(self) -> str | None:
         """Why the selection is smaller than one might expect, if it is."""
-        _, num_core, _, dropped, core_over = self._packed
+        _, num_core, tokens, dropped, core_over = self._packed
         if core_over:
             return "the core tools alone exceed the budget; no other tool was added"
-        if dropped and len(self) == num_core:
+        if len(self) == num_core and dropped:
             return "no matching tool fits in the budget left after the core tools"
+        if len(self) == num_core and self._no_room_left(tokens):
+            assert self.budget_tokens is not None
+            return f"no other tool fits in the {self.budget_tokens - tokens} tokens left after the core tools"
         return None
+
+    def _no_room_left(self, tokens: int) -> bool:
+        """Whether what the core tools left of the budget is less than the cheapest other tool
+        costs (the packer then looks at no candidate, so none is in :attr:`dropped`)."""
+        if self.budget_tokens is None:
+            return False
+        cheapest = self._index.cheapest_cost()
+        return cheapest is not None and self.budget_tokens - tokens < cheapest
 
     def to_openai(self) -> list[OpenAITool]:
         """OpenAI ``tools`` array of the selection."""

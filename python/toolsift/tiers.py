@@ -254,7 +254,8 @@ class Toolbox:
         for name in opts.deferred:
             if name in tiers:
                 tiers[name] = Tier.DEFERRED
-        for name in (*opts.core, *opts.pinned):
+        marked = [t.name for t in tools if t.core]  # "always selected": sent in full, never demoted
+        for name in (*opts.core, *opts.pinned, *marked):
             if name in tiers:
                 tiers[name] = Tier.CORE
         counter = default_token_count if opts.count_tokens is None else _checked_counter(opts.count_tokens)
@@ -263,7 +264,8 @@ class Toolbox:
         else:
             size = {t.name: counter(t.definition()) for t in tools}
         usage = _no_usage if opts.usage_count is None else _checked_usage(opts.usage_count)
-        planner = Planner(tools, tiers, set(opts.pinned), size, usage, counter, opts.group or self.index.group_by)
+        pinned = {*opts.pinned, *marked}
+        planner = Planner(tools, tiers, pinned, size, usage, counter, opts.group or self.index.group_by)
         return planner.plan(opts.effective_budget_tokens())
 
     @overload
@@ -472,7 +474,7 @@ def _handler(
     """The handler, once ``before_tool`` has seen the call (it may refuse, and log, a call that
     has no handler too)."""
     if handler is None:
-        raise MissingHandlerError(f"no handler is registered for tool {event.name!r}")
+        raise MissingHandlerError(f"no handler is registered for tool {event.name!r}", tool=event.name)
     return handler
 
 
