@@ -39,12 +39,21 @@ impl From<Error> for PyErr {
 /// Runs `work` with the GIL released; a panic inside becomes `InternalError`.
 pub fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
     py.detach(|| catch_unwind(AssertUnwindSafe(work)))
-        .map_err(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            raise("InternalError", format!("toolsift core failed: {what}"))
-        })
+        .map_err(internal)
+}
+
+/// Runs `work` with the GIL held (it reads Python objects); a panic inside becomes
+/// `InternalError`, as in [`detached`], not PyO3's `PanicException`.
+pub fn guarded<T>(work: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(internal)
+}
+
+/// A panic's payload as the `InternalError` that names it.
+fn internal(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    raise("InternalError", format!("toolsift core failed: {what}"))
 }

@@ -10,14 +10,14 @@ use pyo3::prelude::*;
 
 /// Tokens of `text` as the index sees them.
 #[pyfunction]
-fn tokenize(text: &str) -> Vec<String> {
-    crate::tokenizer::tokenize(text)
+fn tokenize(text: &str) -> PyResult<Vec<String>> {
+    errors::guarded(|| crate::tokenizer::tokenize(text))
 }
 
 /// Words of `text` before stemming, as the tokenizer splits and normalises them.
 #[pyfunction]
-fn words(text: &str) -> Vec<String> {
-    crate::tokenizer::words(text)
+fn words(text: &str) -> PyResult<Vec<String>> {
+    errors::guarded(|| crate::tokenizer::words(text))
 }
 
 /// Panics inside the core on purpose, to prove a panic reaches Python as `InternalError`.
@@ -28,8 +28,8 @@ fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
 
 /// Snowball English stem of a lower-case word, as the tokenizer applies it.
 #[pyfunction]
-fn stem(word: &str) -> String {
-    crate::tokenizer::stem(word)
+fn stem(word: &str) -> PyResult<String> {
+    errors::guarded(|| crate::tokenizer::stem(word))
 }
 
 /// UTF-8 bytes of each tool's definition (`{"name", "description", "parameters"}`) as compact
@@ -50,21 +50,25 @@ fn definition_bytes(
         }
         .into());
     }
-    Ok((0..n)
-        .map(|i| schema::definition_bytes(&names[i], &descriptions[i], &parameters[i]).ok())
-        .collect())
+    errors::guarded(|| {
+        (0..n)
+            .map(|i| schema::definition_bytes(&names[i], &descriptions[i], &parameters[i]).ok())
+            .collect()
+    })
 }
 
 /// Schema text of a JSON schema, as `toolsift.text.schema_text` makes it; `None` where the
 /// schema holds something else than plain JSON types.
 #[pyfunction]
-fn schema_text(schema: &Bound<'_, PyAny>) -> Option<String> {
-    let mut out = String::new();
-    schema::schema_text(schema, &mut out).ok().map(|_| out)
+fn schema_text(schema: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    errors::guarded(|| {
+        let mut out = String::new();
+        schema::schema_text(schema, &mut out).ok().map(|_| out)
+    })
 }
 
-/// `b"".join(json.dumps(v, ensure_ascii=False, sort_keys=True).encode() + b"\n" for v in
-/// values)`, and where each line starts (one more offset than values: the end).
+/// `b"".join(json.dumps(v, ensure_ascii=False).encode() + b"\n" for v in values)` (keys in
+/// their order), and where each line starts (one more offset than values: the end).
 #[pyfunction]
 fn json_lines<'py>(
     py: Python<'py>,
@@ -73,10 +77,13 @@ fn json_lines<'py>(
     let mut out = Vec::new();
     let mut offsets = Vec::with_capacity(values.len() + 1);
     offsets.push(0);
-    for v in &values {
-        jsonl::line(v, &mut out)?;
-        offsets.push(out.len());
-    }
+    errors::guarded(|| -> PyResult<()> {
+        for v in &values {
+            jsonl::line(v, &mut out)?;
+            offsets.push(out.len());
+        }
+        Ok(())
+    })??;
     Ok((pyo3::types::PyBytes::new(py, &out), offsets))
 }
 
