@@ -50,6 +50,8 @@ def test_renamed_options_still_work_and_name_their_new_spelling(
         (["demo", "--budget", "-5"], "argument --budget: must be >= 0, not -5"),
         (["doctor", "--dataset", "bfcl", "--limit", "-1"], "argument --limit: must be >= 0, not -1"),
         (["eval", "--dataset", "bfcl", "--budget-tokens", "x"], "argument --budget-tokens: not an integer: 'x'"),
+        (["search", "tools.jsonl", "refund", "--groups", "0"], "argument --groups: must be >= 1, not 0"),
+        (["doctor", "--dataset", "bfcl", "-k", "0"], "argument -k: must be >= 1, not 0"),
     ],
 )
 def test_a_count_out_of_range_is_refused_before_any_work(

@@ -271,7 +271,9 @@ def test_replicas_need_a_cluster_and_http(tmp_path: Path, capsys: pytest.Capture
     path.write_text(f"[gateway]\ntransport = 'stdio'\n{cluster}[servers.a]\ncommand = 'x'\n")
     assert cli.main(["serve", "--config", str(path), "--replicas", "2"]) == 2
     assert "[gateway.transport]" in capsys.readouterr().err
-    assert cli.main(["serve", "--config", str(path), "--replicas", "0"]) == 2
+    with pytest.raises(SystemExit) as refused:  # by the command line, before the config is read
+        cli.main(["serve", "--config", str(path), "--replicas", "0"])
+    assert refused.value.code == 2 and "argument --replicas: must be >= 1, not 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("forgery", ["permissions", "server", "manifest", "snapshot"])
