@@ -150,6 +150,11 @@ impl Index {
         self.is_core[doc as usize]
     }
 
+    /// The token cost of the cheapest tool that is not core (`None`: every tool is core).
+    pub fn cheapest_cost(&self) -> Option<u64> {
+        Some(self.by_cost.min_cost).filter(|&c| c != u64::MAX)
+    }
+
     /// How many tools are core tools.
     pub fn num_core(&self) -> usize {
         self.is_core.iter().filter(|&&c| c).count()

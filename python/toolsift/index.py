@@ -218,7 +218,6 @@ class Index:
         """The scanner's findings (``scan="report"`` or ``"withhold"``), in registry order."""
         self._groups = Grouping(group_by, parts.tools, parts.positions)
         self._permission_counts: dict[str, int] | None = None
-        self._cheapest: int | bool | None = False  # see cheapest_cost (False: not found yet)
         masks = Masks(parts.core)
         cache_bytes = count("tenant_cache_bytes", tenant_cache_bytes)
         self._tenants = Tenants(parts.core, parts.tools, parts.scoring, masks, cache_bytes, parts.learned)
@@ -394,13 +393,9 @@ class Index:
         return int(self._core.cost(self._position(position)))
 
     def cheapest_cost(self) -> int | None:
-        """The token cost of the cheapest tool that is not core (``None``: every tool is core);
-        found once, on first use."""
-        if self._cheapest is False:
-            core = self._core
-            costs = [core.cost(i) for i in range(len(self._tools)) if not core.is_core(i)]
-            self._cheapest = min(costs) if costs else None
-        return self._cheapest
+        """The token cost of the cheapest tool that is not core (``None``: every tool is core)."""
+        cheapest: int | None = self._core.cheapest_cost()
+        return cheapest
 
     def _position(self, position: object) -> int:
         if isinstance(position, int) and not isinstance(position, bool) and 0 <= position < len(self._tools):

@@ -153,17 +153,17 @@ def _costs(tools: Sequence[Tool], counter: Callable[[dict[str, Any]], int]) -> l
             costs.append(t.cost_tokens)
             continue
         size = next(sizes)
-        costs.append(_cost(t, counter) if size is None else _checked(t, (size + 3) // 4))
+        costs.append(_cost(t, counter) if size is None else checked_tokens((size + 3) // 4, t.name))
     return costs
 
 
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:
-    return _checked(tool, counter(tool.definition()))
+    return checked_tokens(counter(tool.definition()), tool.name)
 
 
-def _checked(tool: Tool, value: object) -> int:
+def checked_tokens(value: object, tool: str, field: str = "cost_tokens", source: str = "count_tokens") -> int:
+    """``value``, what token counter ``source`` said of ``tool``, if it is an int in
+    ``[0, 2**32)`` (the core's costs); :class:`InvalidToolError` naming the tool and ``field``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
-        raise InvalidToolError(
-            f"count_tokens returned {value!r}, not an int in [0, 2**32)", tool=tool.name, field="cost_tokens"
-        )
+        raise InvalidToolError(f"{source} returned {value!r}, not an int in [0, 2**32)", tool=tool, field=field)
     return value

@@ -31,6 +31,7 @@ from .callers import Caller, perms_of
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
 from .index import Index
 from .learning import Learned
+from .parts import checked_tokens
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
 from .query import Query, check_text
 from .registry import Catalog, Tool, name_arg
@@ -438,14 +439,8 @@ def _checked_counter(count_tokens: Callable[[dict[str, Any]], int]) -> Callable[
     the tool otherwise, not a crash or a plan over its budget)."""
 
     def counted(definition: dict[str, Any]) -> int:
-        value = count_tokens(definition)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
-            raise InvalidToolError(
-                f"ToolTierOptions.count_tokens returned {value!r}, not an int in [0, 2**32)",
-                tool=str(definition.get("name")),
-                field="count_tokens",
-            )
-        return value
+        name = str(definition.get("name"))
+        return checked_tokens(count_tokens(definition), name, "count_tokens", "ToolTierOptions.count_tokens")
 
     return counted
 
