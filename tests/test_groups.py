@@ -200,6 +200,26 @@ def test_tool_search_within_a_group_follows_the_index_grouping() -> None:
     assert found and all(int(n.split("_")[1]) % 2 for n in found)
 
 
+def test_tool_search_within_a_group_of_the_tiers_own_grouping() -> None:
+    def team(t: ts.Tool) -> str:  # a grouping the index does not know
+        return "team" + str(int(t.name.split("_")[-1]) % 3)
+
+    tools = [
+        ts.Tool(f"svc{i % 4}__rotate_{i}", f"Rotate the key number {i}", permissions="admin" if i % 5 == 0 else ())
+        for i in range(30)
+    ]
+    index = ts.Index(tools)
+    box = ts.Toolbox(index, tiers=ts.ToolTierOptions(budget_tokens=400, group=team), caller=["user"])
+    ranked = [h.tool.name for h in index.search("rotate key 4", k=30, caller=["user"])]
+    expected = [n for n in ranked if team(index.get(n)) == "team1"][:4]
+    found = [t.name for t in box.search_tools({"query": "rotate key 4", "group": "team1", "limit": 4})]
+    assert found == expected and len(found) == 4
+    browsed = [t.name for t in box.search_tools({"query": "", "group": "team1", "limit": 20})]
+    assert browsed == [t.name for t in tools if team(t) == "team1" and not t.permissions]  # registry order
+    assert box.search_tools({"query": "rotate key", "group": "team9", "limit": 4}) == []
+    assert box.search_tools({"query": "rotate key", "group": "svc1", "limit": 4}) == []  # not the index's
+
+
 @pytest.mark.parametrize("tiers", [None, ts.ToolTierOptions(budget_tokens=400)])
 def test_browsing_a_group_lists_its_tools_the_caller_may_use_in_registry_order(
     tiers: ts.ToolTierOptions | None,

@@ -454,7 +454,11 @@ class Index:
         ``depth`` standardises over more scores and may order the first tools differently.
         """
         k, perms = count("k", k), perms_of(caller)
-        scope = self._scope(query, perms, group, groups)
+        return self._search_in(query, k, perms, self._scope(query, perms, group, groups))
+
+    def _search_in(self, query: str | Query, k: int, perms: Perms, scope: np.ndarray | None) -> list[Hit]:
+        """:meth:`search` among the positions of ``scope`` (ascending; ``None``: every tool): for
+        a grouping other than the index's own, such as a toolbox's tiers'."""
         if self._gate_closed(query, perms, scope):
             return []
         if self._hybrid.lexical_only:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+import numpy as np
+
 from .arguments import count, tool_names
 from .assemble import AnthropicTool, OpenAITool, default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .callers import Caller, perms_of
@@ -38,6 +40,7 @@ from .registry import Catalog, Tool, name_arg
 from .usage import Usage
 
 log = logging.getLogger("toolsift.tiers")
+_NONE = np.empty(0, dtype=np.uint32)  # the positions of a group no tool is in
 
 
 @dataclass
@@ -173,6 +176,7 @@ class Toolbox:
         # the plan and its core tools sorted by name, made together (one attribute, so a thread
         # never pairs one plan's tools with another plan's tool_search)
         self._planned: tuple[Plan, tuple[Tool, ...]] | None = None
+        self._grouped: tuple[Plan, Mapping[str, np.ndarray]] | None = None  # see _members
         self.used: dict[str, int] = {}
         """Calls per tool in this session."""
         self._session = threading.Lock()  # guards used and the pending request's calls
@@ -400,11 +404,23 @@ class Toolbox:
                 positions = self.index.allowed_positions(caller=self._perms, group=group)[:limit]
                 return [self.index.tool(int(i)) for i in positions]
             return [h.tool for h in self.index.search(query, k=limit, caller=self._perms, group=group)]
-        groups = self._frozen().groups  # by the tiers' own group function
+        members = self._members().get(group, _NONE)  # by the tiers' own group function
         if not query.strip():
-            return [self.index.get(n, caller=self._perms) for n, g in groups.items() if g == group][:limit]
-        hits = self.index.search(query, k=len(self.index), caller=self._perms)
-        return [h.tool for h in hits if groups.get(h.tool.name) == group][:limit]
+            return [self.index.tool(int(i)) for i in members[:limit]]
+        return [h.tool for h in self.index._search_in(query, count("limit", limit), perms_of(self._perms), members)]
+
+    def _members(self) -> Mapping[str, np.ndarray]:
+        """The registry positions of each group of the plan's tools (by the tiers' own group
+        function), ascending; made once per plan."""
+        plan = self._frozen()
+        grouped = self._grouped
+        if grouped is None or grouped[0] is not plan:
+            found: dict[str, list[int]] = {}
+            for name, g in plan.groups.items():
+                found.setdefault(g, []).append(self.index.position(name))
+            members = {g: np.array(sorted(p), dtype=np.uint32) for g, p in found.items()}
+            grouped = self._grouped = (plan, members)
+        return grouped[1]
 
     def select(
         self,
