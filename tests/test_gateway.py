@@ -38,6 +38,8 @@ def test_search_finds_and_call_runs_a_tool_of_each_upstream(gateway: Gateway) ->
             listed = await client.list_tools()
             names = [t.name for t in listed.tools]
             assert names == ["files__read_file", "tool_search", "call_tool"]  # pinned core tool, then meta-tools
+            schema = listed.tools[0].output_schema  # the upstream's, as it lists it
+            assert schema is not None and schema["title"] == "read_fileOutput"
             assert "files__read_file" in await search(client, "read the contents of a text file")
             assert (await search(client, "weather forecast for a city"))[0] == "weather__get_forecast"
             result = await call(client, "files__read_file", {"path": "notes.txt"})
@@ -46,6 +48,8 @@ def test_search_finds_and_call_runs_a_tool_of_each_upstream(gateway: Gateway) ->
             assert text_of(result) == "Oslo: sunny for 2 days"
             direct = await client.call_tool("files__read_file", {"path": "a.txt"})  # pinned: called by name
             assert text_of(direct).startswith("contents of a.txt")
+            assert direct.structured_content is not None  # what the listed outputSchema promises
+            assert direct.structured_content["result"].startswith("contents of a.txt")
 
     anyio.run(scenario)
 

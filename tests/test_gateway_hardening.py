@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
 import json
 import random
 import socket
@@ -466,3 +467,17 @@ def test_a_gateway_that_stops_closes_its_usage_and_learning_stores(weather_url: 
     assert not (tmp_path / "usage.sqlite-wal").exists()  # the last connection closed (SQLite removes it)
     with pytest.raises(sqlite3.ProgrammingError):
         gateway.usage.score("alice", "weather__get_forecast")
+
+
+def test_the_digest_covers_an_output_schema_and_keeps_the_old_one_without() -> None:
+    """An output schema is served, so a change to it is a schema change; a tool without one keeps
+    the digest it had before output schemas were served (no review of every tool on upgrade)."""
+    from toolsift.gateway.versions import digest
+
+    plain = _listed("read_file", "Read a file")
+    kept = {"title": None, "description": "Read a file", "inputSchema": plain.input_schema, "annotations": None}
+    before = hashlib.sha256(json.dumps(kept, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    assert digest(plain) == before
+    typed = plain.model_copy(update={"output_schema": {"type": "object", "properties": {"text": {"type": "string"}}}})
+    changed = typed.model_copy(update={"output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}})
+    assert len({digest(plain), digest(typed), digest(changed)}) == 3

@@ -275,7 +275,7 @@ def test_names_and_permissions_are_kept_as_plain_strings() -> None:
 def test_fields_a_tool_does_not_keep_are_reported_not_dropped_silently(caplog: pytest.LogCaptureFixture) -> None:
     openai = [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": True}}]
     anthropic = [{"name": "b", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]
-    mcp = [{"name": "c", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "title": "C"}]
+    mcp = [{"name": "c", "inputSchema": {"type": "object"}, "_meta": {"x": 1}, "icons": [], "title": "C"}]
     with caplog.at_level("WARNING", logger="toolsift"):
         ts.Catalog.from_openai(openai)
         ts.Catalog.from_anthropic(anthropic)
@@ -284,4 +284,45 @@ def test_fields_a_tool_does_not_keep_are_reported_not_dropped_silently(caplog: p
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 3
     assert "function.strict (1)" in said[0] and "cache_control (1)" in said[1]
-    assert "outputSchema (1), title (1)" in said[2]
+    assert "_meta (1), icons (1)" in said[2] and "title" not in said[2]
+
+
+def test_an_mcp_title_and_output_schema_are_kept_and_served_in_mcp_output_only(tmp_path: Path) -> None:
+    out = {"type": "object", "properties": {"temperature": {"type": "number", "description": "°C"}}}
+    listed = [
+        {
+            "name": "weather",
+            "title": "Forecast Station ☀",
+            "description": "Current weather",
+            "inputSchema": {"type": "object"},
+        },
+        {"name": "plain", "description": "No extras", "inputSchema": {"type": "object"}},
+    ]
+    listed[0]["outputSchema"] = out
+    catalog = ts.Catalog.from_mcp(listed)
+    tool = catalog.get("weather")
+    assert tool is not None and tool.title == "Forecast Station ☀" and tool.output_schema == out
+    emitted = ts.to_mcp(catalog)
+    assert emitted[0] == {**listed[0], "inputSchema": {"type": "object"}}
+    assert list(emitted[0]) == ["name", "title", "description", "inputSchema", "outputSchema"]
+    assert emitted[1] == listed[1]
+    emitted[0]["outputSchema"]["properties"].clear()  # a copy: the catalog keeps its own
+    assert tool.output_schema == out
+    for other in (ts.to_openai(catalog), ts.to_anthropic(catalog), [tool.definition()]):
+        assert "Forecast Station ☀" not in json.dumps(other, ensure_ascii=False) and "°C" not in json.dumps(other)
+    bare = ts.Index([ts.Tool("weather", "Current weather", {"type": "object"})])
+    index = ts.Index(catalog)
+    assert index.cost(0) == bare.cost(0)  # never counted: clients show them to people
+    assert index.search("forecast station") == []  # never indexed
+    index.save(tmp_path / "i.tsidx")
+    catalog.save(tmp_path / "c.jsonl")
+    for again in (ts.Index.load(tmp_path / "i.tsidx").get("weather"), ts.Catalog.from_file(tmp_path / "c.jsonl")[0]):
+        assert again == tool and ts.to_mcp([again]) == ts.to_mcp([tool])
+    with pytest.raises(InvalidToolTypeError, match="title must be a string") as e:
+        ts.Tool("t", title=3)  # type: ignore[arg-type]
+    assert (e.value.tool, e.value.field) == ("t", "title")
+    with pytest.raises(SchemaError, match="output_schema must be an object schema") as s:
+        ts.Tool("t", output_schema={"type": "array"})
+    assert (s.value.tool, s.value.field) == ("t", "output_schema")
+    with pytest.raises(CatalogFormatError, match="'outputSchema' must be a Mapping"):
+        ts.Catalog.from_mcp([{"name": "x", "inputSchema": {"type": "object"}, "outputSchema": "object"}])

@@ -100,14 +100,17 @@ def tool_references(tools: Iterable[Tool]) -> list[dict[str, Any]]:
 
 
 def to_mcp(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """MCP ``tools/list`` entries (annotations included where the tool has them)."""
+    """MCP ``tools/list`` entries (``title``, ``outputSchema`` and annotations included where the
+    tool has them)."""
     out = []
     for t in tools:
-        entry: dict[str, Any] = {
-            "name": t.name,
-            "description": t.description,
-            "inputSchema": json_copy(t.parameters, t.name),
-        }
+        entry: dict[str, Any] = {"name": t.name}
+        if t.title is not None:
+            entry["title"] = t.title
+        entry["description"] = t.description
+        entry["inputSchema"] = json_copy(t.parameters, t.name)
+        if t.output_schema is not None:
+            entry["outputSchema"] = json_copy(t.output_schema, t.name)
         if t.annotations:
             entry["annotations"] = json_copy(t.annotations, t.name)
         out.append(entry)

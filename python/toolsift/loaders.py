@@ -2,8 +2,9 @@
 
 Each loader returns tools in input order and raises :class:`~toolsift.errors.CatalogFormatError`
 (naming the item and field) for input of the wrong shape; nothing is skipped silently: a tool keeps
-its name, description, schema and (MCP) annotations, and the fields of an item it does not keep
-(OpenAI ``strict``, Anthropic ``cache_control``, MCP ``outputSchema``, ...) are logged as a warning,
+its name, description, schema and (MCP) title, output schema and annotations, and the fields of an
+item it does not keep (OpenAI ``strict``, Anthropic ``cache_control``, MCP ``_meta``, ...) are logged
+as a warning,
 since the definitions toolsift emits will not have them. Every loader takes two options for what
 those formats cannot carry:
 
@@ -95,6 +96,10 @@ def _mcp_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     annotations = _field(item, "annotations", i, Mapping, {})
     if annotations:
         spec["annotations"] = annotations
+    for key, field, kind in (("title", "title", str), ("outputSchema", "output_schema", Mapping)):
+        value = _field(item, key, i, kind, None)
+        if value is not None:
+            spec[field] = value
     return spec
 
 
@@ -121,7 +126,7 @@ def _anthropic_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
 
 
 #: The keys of each shape's items that toolsift reads (the rest are reported, see :func:`_unread`).
-_MCP_KEYS = frozenset({"name", "description", "inputSchema", "annotations"})
+_MCP_KEYS = frozenset({"name", "title", "description", "inputSchema", "outputSchema", "annotations"})
 _OPENAI_KEYS = frozenset({"type", "function", "name", "description", "parameters"})
 _OPENAI_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
 _ANTHROPIC_KEYS = frozenset({"type", "name", "description", "input_schema"})
@@ -129,7 +134,7 @@ _ANTHROPIC_KEYS = frozenset({"type", "name", "description", "input_schema"})
 
 def _unread(item: Mapping[str, Any]) -> list[str]:
     """The keys of an MCP, OpenAI or Anthropic item that toolsift does not keep, so never emits
-    (OpenAI ``strict``, Anthropic ``cache_control``, MCP ``outputSchema``...); toolsift's own form
+    (OpenAI ``strict``, Anthropic ``cache_control``, MCP ``_meta``...); toolsift's own form
     refuses unknown keys instead."""
     if item.get("type") == "function" or "function" in item:
         fn = item.get("function")

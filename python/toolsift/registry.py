@@ -85,16 +85,12 @@ def _checked_json(name: str, field: str, value: Mapping[str, Any], error: type[I
     return copy
 
 
-def _check_schema(name: str, schema: object) -> dict[str, Any]:
+def _check_schema(name: str, schema: object, field: str = "parameters") -> dict[str, Any]:
     if not isinstance(schema, Mapping):
-        raise SchemaError(
-            f"parameters must be a JSON object, not {type(schema).__name__}", tool=name, field="parameters"
-        )
-    copy = _checked_json(name, "parameters", schema, SchemaError)
+        raise SchemaError(f"{field} must be a JSON object, not {type(schema).__name__}", tool=name, field=field)
+    copy = _checked_json(name, field, schema, SchemaError)
     if copy.get("type", "object") != "object":
-        raise SchemaError(
-            f"parameters must be an object schema, not type {copy['type']!r}", tool=name, field="parameters"
-        )
+        raise SchemaError(f"{field} must be an object schema, not type {copy['type']!r}", tool=name, field=field)
     return copy
 
 
@@ -148,6 +144,10 @@ class Tool:
             emitted definition.
         annotations: MCP tool annotations (``readOnlyHint`` and so on), passed through to MCP output.
             Stored as a deep copy through JSON, so they must be JSON.
+        title: MCP display name, passed through to MCP output; neither indexed nor counted in
+            ``cost_tokens`` (clients show it to people, not to the model).
+        output_schema: MCP ``outputSchema``, the JSON schema (an object schema) of the tool's
+            structured result, passed through to MCP output; neither indexed nor counted.
     """
 
     name: str
@@ -159,6 +159,8 @@ class Tool:
     search_text: str = ""
     cost_tokens: int | None = None
     annotations: Mapping[str, Any] | None = None
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         name = _check_name(self.name)
@@ -196,6 +198,14 @@ class Tool:
                         tool=name,
                         field="annotations",
                     )
+        if self.title is not None:
+            if not isinstance(self.title, str):
+                raise InvalidToolTypeError(
+                    f"title must be a string, not {type(self.title).__name__}", tool=name, field="title"
+                )
+            put(self, "title", str.__str__(check_tool_text(name, "title", self.title)))
+        if self.output_schema is not None:
+            put(self, "output_schema", _check_schema(name, self.output_schema, "output_schema"))
 
     def __hash__(self) -> int:
         return hash(("Tool", self.name))

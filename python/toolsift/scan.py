@@ -120,6 +120,10 @@ def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
     yield from _strings("parameters", tool.parameters)
     if tool.annotations is not None:  # sent with the tool in MCP output (``title`` and so on)
         yield from _strings("annotations", tool.annotations)
+    if tool.title is not None:  # MCP output too
+        yield "title", tool.title
+    if tool.output_schema is not None:
+        yield from _strings("output_schema", tool.output_schema)
 
 
 def _strings(field: str, value: Any) -> Iterator[tuple[str, str]]:

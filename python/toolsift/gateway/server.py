@@ -225,7 +225,16 @@ class Gateway:
         if tool.title is not None:  # sent as listed: refused like the rest of the definition
             check_tool_text(name, "title", tool.title)
         described, cut_from = _cut(tool.description or tool.title or "", self.config.max_description_chars)
-        item = Tool(name, described, tool.input_schema, permissions=perms, core=pinned, annotations=notes)
+        item = Tool(
+            name,
+            described,
+            tool.input_schema,
+            permissions=perms,
+            core=pinned,
+            annotations=notes,
+            title=tool.title,
+            output_schema=tool.output_schema,
+        )
         return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
 
     async def apply(self, server: str, tools: list[types.Tool]) -> None:

@@ -74,9 +74,13 @@ class Version:
 
 
 def digest(tool: types.Tool) -> str:
-    """SHA-256 of what a model relies on: description, input schema, annotations, title (text
-    with a lone surrogate, which an upstream may send, is hashed as it is, not an error)."""
+    """SHA-256 of what a model relies on: description, input schema, annotations, title and
+    output schema (text with a lone surrogate, which an upstream may send, is hashed as it is,
+    not an error). A tool without an output schema keeps the digest it had before one was
+    hashed."""
     data = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
     kept = {k: data.get(k) for k in ("title", "description", "inputSchema", "annotations")}
+    if data.get("outputSchema") is not None:
+        kept["outputSchema"] = data["outputSchema"]
     text = json.dumps(kept, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
