@@ -7,6 +7,7 @@
 //! candidates are taken. The output lists the core tools, then the taken candidates, each part in
 //! registry order, so an unchanged selection always serialises the same way.
 
+use crate::permissions::DocMask;
 use crate::postings::DocId;
 
 /// Why a matching tool was left out.
@@ -33,6 +34,9 @@ pub struct Packing {
     /// reached, or less budget is left than the cheapest tool costs); false when it ran out of
     /// candidates, so that more of them might still fit.
     pub complete: bool,
+    /// The cost of the cheapest candidate the caller may use, the packer's lower bound
+    /// (`u64::MAX`: none), so that a selection can say why nothing else fits.
+    pub min_cost: u64,
 }
 
 /// Greedy packing fed one candidate at a time, best-ranked first.
@@ -62,6 +66,7 @@ impl Packer {
             num_core: core.len(),
             used_tokens: core_tokens,
             core_over_budget: core_tokens > budget,
+            min_cost,
             ..Packing::default()
         };
         Packer {
@@ -154,6 +159,37 @@ impl CostOrder {
             docs,
             costs: sorted,
         }
+    }
+
+    /// The smallest cost of a non-core tool of `allowed` (`u64::MAX`: none), `costs` and
+    /// `is_core` being the catalog's by registry position. The cheapest few tools are tried
+    /// first (a caller may use most of them), then every allowed tool: O(tools / 64 + allowed)
+    /// at worst, and never the cost of a tool outside `allowed`.
+    pub fn cheapest_allowed(&self, allowed: DocMask<'_>, costs: &[u32], is_core: &[bool]) -> u64 {
+        const FIRST: usize = 64;
+        if let Some(i) = self
+            .docs
+            .iter()
+            .take(FIRST)
+            .position(|&d| allowed.get(d) == 1)
+        {
+            return u64::from(self.costs[i]);
+        }
+        if self.docs.len() <= FIRST {
+            return u64::MAX;
+        }
+        let mut best = u64::MAX;
+        for (w, &word) in allowed.words().iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let d = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if d < costs.len() && !is_core[d] {
+                    best = best.min(u64::from(costs[d]));
+                }
+            }
+        }
+        best
     }
 
     /// The non-core tools costing at most `limit` tokens, cheapest first.
@@ -281,6 +317,29 @@ mod tests {
             prop_assert_eq!(&p.selected, &greedy(&ranked, &costs, budget));
             prop_assert!(p.used_tokens <= budget);
             prop_assert_eq!(p.selected.len() + p.dropped.len(), n);
+        }
+
+        #[test]
+        fn the_cheapest_allowed_tool_is_found_and_no_other(
+            tools in proptest::collection::vec((0u32..1000, any::<bool>(), 0u8..4), 0..300),
+        ) {
+            // (cost, core, allowed unless 0): the cheapest 64 are often all forbidden
+            let costs: Vec<u32> = tools.iter().map(|t| t.0).collect();
+            let is_core: Vec<bool> = tools.iter().map(|t| t.1).collect();
+            let mut words = vec![0u64; tools.len().div_ceil(64)];
+            for (d, t) in tools.iter().enumerate() {
+                if t.2 == 0 || (t.0 > 600 && t.2 == 1) {
+                    words[d / 64] |= 1 << (d % 64);
+                }
+            }
+            let allowed = DocMask::new(&words);
+            let expected = (0..tools.len())
+                .filter(|&d| allowed.get(d as DocId) == 1 && !is_core[d])
+                .map(|d| u64::from(costs[d]))
+                .min()
+                .unwrap_or(u64::MAX);
+            let order = CostOrder::new(&costs, &is_core);
+            prop_assert_eq!(order.cheapest_allowed(allowed, &costs, &is_core), expected);
         }
     }
 }

@@ -150,9 +150,12 @@ impl Index {
         self.is_core[doc as usize]
     }
 
-    /// The token cost of the cheapest tool that is not core (`None`: every tool is core).
-    pub fn cheapest_cost(&self) -> Option<u64> {
-        Some(self.by_cost.min_cost).filter(|&c| c != u64::MAX)
+    /// The token cost of the cheapest non-core tool `caller` may use (`u64::MAX`: none): what
+    /// a packing for it stops below. A tool it may not use never lowers it, since that would
+    /// change what its selections drop and say.
+    pub fn cheapest_for(&self, caller: &CallerMask) -> u64 {
+        self.by_cost
+            .cheapest_allowed(caller.allowed_docs(), &self.costs, &self.is_core)
     }
 
     /// How many tools are core tools.
@@ -356,7 +359,7 @@ impl Index {
         let query = query.into();
         let core = self.allowed_core(caller);
         let core_tokens = core.iter().map(|&d| u64::from(self.cost(d))).sum();
-        let min_cost = self.by_cost.min_cost;
+        let min_cost = self.cheapest_for(caller);
         let packer = Packer::new(&core, core_tokens, budget_tokens, max_taken, min_cost);
         if packer.full() {
             return packer.finish();
@@ -392,7 +395,7 @@ impl Index {
             |d| u64::from(self.cost(d)),
             budget_tokens,
             max_taken,
-            self.by_cost.min_cost,
+            self.cheapest_for(caller),
         )
     }
 

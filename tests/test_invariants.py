@@ -245,3 +245,30 @@ def test_a_budget_the_core_tools_leave_no_room_in_says_so() -> None:
         assert f"{budget - 30} tokens left after the core tools" in sel.note
     assert index.select("where is my order", budget_tokens=61).note is None
     assert index.select("where is my order", budget_tokens=61).names == ("search_help", "order_status")
+
+
+@pytest.mark.parametrize("statistics", ["shared", "caller"])
+def test_a_cheap_tool_the_caller_may_not_use_changes_nothing_it_sees(statistics: str) -> None:
+    """The packer stops once less budget is left than the cheapest candidate costs: the
+    caller's own cheapest, else a forbidden tool's cost would change what a selection drops,
+    says and (by probing budgets) reveal that such a tool exists."""
+    tools = [
+        ts.Tool("search_help", "Search the help center articles", core=True, cost_tokens=10),
+        ts.Tool("order_status", "Get the shipping status of an order", cost_tokens=50),
+        ts.Tool("order_refund", "Refund an order. Check the status of a refund", cost_tokens=60),
+    ]
+    secret = ts.Tool("order_secret", "Order status override", permissions="admin", cost_tokens=3)
+    seen = []
+    for catalog in (tools, [*tools, secret]):
+        index = ts.Index(catalog, statistics=statistics)
+        seen.append(
+            [
+                (sel.names, [d.tool.name for d in sel.dropped], sel.note)
+                for query in ("order status", "zzz nothing", "Refund my order. What is the order status?")
+                for budget in (12, 15, 55, 65, 200)
+                for sel in [index.select(query, budget_tokens=budget)]
+            ]
+        )
+    assert seen[0] == seen[1]
+    assert ("search_help",) in [names for names, _, _ in seen[0]]
+    assert any(note and "5 tokens left" in note for _, _, note in seen[0])

@@ -392,11 +392,6 @@ class Index:
         """Token cost of the tool at a registry position."""
         return int(self._core.cost(self._position(position)))
 
-    def cheapest_cost(self) -> int | None:
-        """The token cost of the cheapest tool that is not core (``None``: every tool is core)."""
-        cheapest: int | None = self._core.cheapest_cost()
-        return cheapest
-
     def _position(self, position: object) -> int:
         if isinstance(position, int) and not isinstance(position, bool) and 0 <= position < len(self._tools):
             return position

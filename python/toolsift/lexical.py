@@ -47,8 +47,8 @@ class Lexical:
             return packed
         sub, keep, everyone = self.tenants.of(perms)
         mask = _within(sub, everyone, inside(keep, scope), True)
-        sel, num_core, used, dropped, over = sub.select(parts, mask, tokens, cap)
-        return tuple(keep[list(sel)].tolist()), num_core, used, tuple(keep[list(dropped)].tolist()), over
+        sel, num_core, used, dropped, over, cheapest = sub.select(parts, mask, tokens, cap)
+        return tuple(keep[list(sel)].tolist()), num_core, used, tuple(keep[list(dropped)].tolist()), over, cheapest
 
     def pack(self, order: np.ndarray, perms: Perms, tokens: int, cap: int | None, scope: np.ndarray | None) -> Packed:
         """The core's packing of a ranking made here (``order``: registry positions, best first);

@@ -26,7 +26,6 @@ class Registry(Protocol):
 
     def tool(self, position: int) -> Tool: ...
     def cost(self, position: int) -> int: ...
-    def cheapest_cost(self) -> int | None: ...
 
 
 class Dropped(NamedTuple):
@@ -38,8 +37,9 @@ class Dropped(NamedTuple):
     reason: str
 
 
-Packed = tuple[tuple[int, ...], int, int, tuple[int, ...], bool]
-"""A packing from the core: ``(positions, num_core, tokens, dropped, core_over_budget)``."""
+Packed = tuple[tuple[int, ...], int, int, tuple[int, ...], bool, int | None]
+"""A packing from the core: ``(positions, num_core, tokens, dropped, core_over_budget,
+cheapest)``, ``cheapest`` the cost of the caller's cheapest candidate (``None``: it has none)."""
 
 
 class Selection(Sequence[int]):
@@ -120,7 +120,7 @@ class Selection(Sequence[int]):
     @property
     def note(self) -> str | None:
         """Why the selection is smaller than one might expect, if it is."""
-        _, num_core, tokens, dropped, core_over = self._packed
+        _, num_core, tokens, dropped, core_over, _ = self._packed
         if core_over:
             return "the core tools alone exceed the budget; no other tool was added"
         if len(self) == num_core and dropped:
@@ -131,11 +131,11 @@ class Selection(Sequence[int]):
         return None
 
     def _no_room_left(self, tokens: int) -> bool:
-        """Whether what the core tools left of the budget is less than the cheapest other tool
-        costs (the packer then looks at no candidate, so none is in :attr:`dropped`)."""
+        """Whether what the core tools left of the budget is less than the caller's cheapest other
+        tool costs (the packer then looks at no candidate, so none is in :attr:`dropped`)."""
         if self.budget_tokens is None:
             return False
-        cheapest = self._index.cheapest_cost()
+        cheapest = self._packed[5]
         return cheapest is not None and self.budget_tokens - tokens < cheapest
 
     def to_openai(self) -> list[OpenAITool]:

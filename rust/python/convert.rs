@@ -17,9 +17,17 @@ pub fn hits<'py>(py: Python<'py>, hits: Vec<Hit>) -> HitArrays<'py> {
     (docs.into_pyarray(py), scores.into_pyarray(py))
 }
 
-/// A packing as `(selected, num_core, used_tokens, dropped, core_over_budget)`; the positions
-/// as tuples of ints (a selection is a few dozen tools: cheaper than arrays to make and read).
-pub type PackingTuple<'py> = (Bound<'py, PyTuple>, usize, u64, Bound<'py, PyTuple>, bool);
+/// A packing as `(selected, num_core, used_tokens, dropped, core_over_budget, min_cost)`
+/// (`min_cost`: the caller's cheapest candidate, `None` when it has none); the positions as
+/// tuples of ints (a selection is a few dozen tools: cheaper than arrays to make and read).
+pub type PackingTuple<'py> = (
+    Bound<'py, PyTuple>,
+    usize,
+    u64,
+    Bound<'py, PyTuple>,
+    bool,
+    Option<u64>,
+);
 
 /// Converts a packing for Python.
 pub fn packing(py: Python<'_>, p: Packing) -> PyResult<PackingTuple<'_>> {
@@ -30,5 +38,6 @@ pub fn packing(py: Python<'_>, p: Packing) -> PyResult<PackingTuple<'_>> {
         p.used_tokens,
         PyTuple::new(py, dropped)?,
         p.core_over_budget,
+        Some(p.min_cost).filter(|&c| c != u64::MAX),
     ))
 }

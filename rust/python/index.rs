@@ -462,11 +462,6 @@ impl PyIndex {
         Ok(self.inner.is_core(self.position(position)?))
     }
 
-    /// The token cost of the cheapest tool that is not core (`None`: every tool is core).
-    fn cheapest_cost(&self) -> Option<u64> {
-        self.inner.cheapest_cost()
-    }
-
     /// How many tools are core tools.
     fn num_core(&self) -> usize {
         self.inner.num_core()
