@@ -93,3 +93,40 @@ def test_words_another_process_writes_to_the_store_are_served_at_the_next_round(
                 await eventually(served)
 
         anyio.run(scenario)
+
+
+def test_a_store_that_fails_costs_the_events_not_the_gateway(
+    weather_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holding the store's write lock (a backup, a second writer) past the busy
+    timeout: before, the error ended the learning task and with it the whole gateway."""
+    import sqlite3
+
+    import toolsift.usage
+
+    monkeypatch.setattr(toolsift.usage, "BUSY_TIMEOUT_S", 0.2)  # the default, 30 s, fails alike
+    usage = str(tmp_path / "usage.db")
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2, usage=usage)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ALICE) as alice:
+                await teach(alice)  # a search and a call: the event the next round learns from
+                other = sqlite3.connect(usage, isolation_level=None)
+                other.execute("BEGIN IMMEDIATE")  # held while that round tries to write it
+                try:
+                    await anyio.sleep(1.5)
+                finally:
+                    other.execute("ROLLBACK")
+                    other.close()
+                assert "weather__get_forecast" in await search(alice, "weather forecast for Oslo")  # still serving
+                await teach(alice)  # the store works again: so does learning
+
+                async def learned() -> bool:
+                    return (await search(alice, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(learned)
+
+        anyio.run(scenario)
+    log = (tmp_path / "gateway.jsonl").read_text()
+    assert '"event": "learn_failed"' in log and '"event": "learned"' in log

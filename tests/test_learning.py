@@ -172,6 +172,24 @@ def test_a_failed_call_teaches_nothing() -> None:
     assert learned.texts(box.scope or "") == {}
 
 
+@pytest.mark.parametrize("lookup", [{"query": "select:sns_publish"}, {"query": "", "group": "sns"}])
+def test_calls_after_a_lookup_by_name_or_group_teach_no_earlier_request(lookup: dict[str, str]) -> None:
+    """The calls after a search answer it, until the next search: one that ranks nothing (a tool
+    loaded by name, a group browsed) closes the pending request without teaching it."""
+    learned = Learned(known=0)
+    handlers = {t.name: (lambda a: "ok") for t in TOOLS}
+    box = ts.Toolbox(ts.Catalog(TOOLS), ts.ToolTierOptions(), handlers=handlers, learned=learned, scope="s")
+    box.search_tools({"query": "look up the DNS records of example.com"})
+    box.search_tools(lookup)
+    box.call("call_tool", {"name": "sns_publish", "arguments": {}})
+    box.reset()
+    assert learned.texts("s") == {}
+    box.search_tools({"query": "fan the alert out to subscribers"})  # a ranked request still teaches
+    box.call("call_tool", {"name": "sns_publish", "arguments": {}})
+    box.reset()
+    assert set(learned.texts("s")) == {"sns_publish"}
+
+
 def test_words_age_and_each_tool_keeps_its_heaviest() -> None:
     now = [0.0]
     learned = Learned(half_life_s=10.0, cap=2, clock=lambda: now[0])
@@ -308,12 +326,28 @@ def test_the_table_keeps_a_bounded_number_of_words_per_tool() -> None:
     for i in range(50):
         learned.add("s", {"t": [f"word{i:02d}"], "u": ["kept"]})
     rows = learned._db.execute("SELECT tool, COUNT(*) FROM learned GROUP BY tool ORDER BY tool").fetchall()
-    assert rows == [("t", 2 * KEPT_ROWS), ("u", 1)]
+    assert rows == [("t", 2 * KEPT_ROWS + 1), ("u", 1)]  # the kept rows, and the latest event's word
     # equal weights (the clock stood still): the first by word stay, as `weights` orders them
     assert learned.weights("s")["t"] == {"word00": 1.0, "word01": 1.0}
     now[0] = 100.0  # every row aged to about nothing: the next event of the tool deletes them
     learned.add("s", {"t": ["fresh"]})
     assert learned._db.execute("SELECT word FROM learned WHERE tool = 't'").fetchall() == [("fresh",)]
+
+
+def test_a_new_phrasing_confirmed_again_and_again_climbs_past_a_full_table() -> None:
+    """A tool whose table is full of words heavier than one event: a new word weighs the least,
+    and was cut in the very event that brought it, every time."""
+    now = [0.0]
+    learned = Learned(known=0, cap=3, clock=lambda: now[0])
+    old = [f"old{chr(97 + i)}" for i in range(3 * KEPT_ROWS)]
+    for _ in range(2):
+        learned.add("s", {"t": old})
+    for _ in range(5):
+        now[0] += 60.0
+        learned.add("s", {"t": ["enqueue"]})
+    weights = learned.weights("s")["t"]
+    assert weights["enqueue"] > 4.9 and "enqueue" in learned.texts("s")["t"]
+    assert len(learned._db.execute("SELECT word FROM learned").fetchall()) <= 3 * KEPT_ROWS + 1
 
 
 def test_a_toolbox_sees_ageing_and_a_peers_words_at_its_next_reset(tmp_path: Path) -> None:

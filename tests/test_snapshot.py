@@ -318,6 +318,7 @@ def test_a_name_borrowed_by_a_crafted_line_is_refused_when_looked_up(saved: Path
         {"scoring": {"weights": [], "b": [], "k1": 0.9}},
         {"scoring": None},
         {"unknown": 1},
+        {"learned": {"delete_account": "close \ud800"}},  # a lone surrogate: not text the core reads
     ],
     ids=repr,
 )

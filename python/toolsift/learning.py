@@ -33,6 +33,7 @@ as the log, the rest is scored with and without what was learned.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -78,15 +79,20 @@ _LEARN = """INSERT INTO learned (scope, tool, word, score, updated) VALUES (?1, 
         updated = max(updated, excluded.updated)"""
 
 #: Rows a tool keeps in the table, per word of ``cap``: words just below the cap can still
-#: climb into it; the rest, and words aged under half an event's weight, are deleted.
+#: climb into it; the rest, and words aged under half an event's weight, are deleted. The
+#: words of the event being added are kept whatever their weight (a new word weighs the least
+#: of all: it would be cut before it could ever climb), so a tool holds at most
+#: ``cap * KEPT_ROWS`` words plus those of its latest event.
 KEPT_ROWS = 4
 
 # one tool's rows aged to ?3: those under half an event's weight, and those beyond the ?5
-# heaviest, are gone (the same order as `weights`: heaviest first, then by word)
+# heaviest (the same order as `weights`: heaviest first, then by word) that are not among the
+# event's own words (?6, a JSON array), are gone
 _PRUNE = """DELETE FROM learned WHERE scope = ?1 AND tool = ?2 AND (
     score * pow(0.5, max(?3 - updated, 0.0) / ?4) < 0.5
     OR word NOT IN (SELECT word FROM learned WHERE scope = ?1 AND tool = ?2
-        ORDER BY score * pow(0.5, max(?3 - updated, 0.0) / ?4) DESC, word LIMIT ?5))"""
+        ORDER BY score * pow(0.5, max(?3 - updated, 0.0) / ?4) DESC, word LIMIT ?5)
+        AND word NOT IN (SELECT value FROM json_each(?6)))"""
 
 
 def words(text: str) -> list[str]:
@@ -201,7 +207,10 @@ class Learned:
             self._db.execute("BEGIN")  # one event, one transaction: all of its words or none
             try:
                 self._db.executemany(_LEARN, rows)
-                prune = [(scope, tool, now, self.half_life_s, keep) for tool in dict.fromkeys(r[1] for r in rows)]
+                event: dict[str, list[str]] = {}
+                for r in rows:
+                    event.setdefault(r[1], []).append(r[2])
+                prune = [(scope, tool, now, self.half_life_s, keep, json.dumps(ws)) for tool, ws in event.items()]
                 self._db.executemany(_PRUNE, prune)
             except BaseException:
                 self._db.execute("ROLLBACK")

@@ -388,8 +388,10 @@ class Toolbox:
         if query.startswith("select:"):
             wanted = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
             found = [self.index.get(n, caller=self._perms) for n in wanted if self.index.allows(n, caller=self._perms)]
+            self._learn(None)  # the calls after it answer no ranked request: none is taught
         elif group is not None:
             found = self._in_group(group, query, limit)
+            self._learn(None)
         else:
             found = [h.tool for h in self.index.search(query, k=limit, caller=self._perms)]
             if query.strip():

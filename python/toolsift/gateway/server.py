@@ -691,7 +691,12 @@ class Gateway:
         query, caller, _, called = event
         perms = _key(caller)
         scope = self._scope(perms)
-        taught = self.learned.observe(self.version.index_for(scope), query, called, scope=scope, caller=list(perms))
+        try:
+            taught = self.learned.observe(self.version.index_for(scope), query, called, scope=scope, caller=list(perms))
+        except Exception as e:  # the store failed (locked, full, damaged): this event is lost, not the gateway
+            log.warning("learning from a search of %s not recorded", caller.name, exc_info=True)
+            self.log.write("learn_failed", caller=caller.name, error=str(e))
+            return
         if taught:
             self.log.write("learned", caller=caller.name, tools=sorted(taught))
 
@@ -727,7 +732,12 @@ class Gateway:
                         await anyio.to_thread.run_sync(self._observe, event)
             async with self._lock:  # not while a new version is being made
                 v = self.version
-                learned = await anyio.to_thread.run_sync(self.learned_indexes, v.index, v.learned)
+                try:
+                    learned = await anyio.to_thread.run_sync(self.learned_indexes, v.index, v.learned)
+                except Exception as e:  # the store failed: the indexes in service stay, the next round retries
+                    log.warning("learned texts not read; the next round tries again", exc_info=True)
+                    self.log.write("learn_failed", version=v.number, error=str(e))
+                    continue
                 if self.version is not v:
                     continue  # a version from the cluster came meanwhile; the next round teaches it
                 if learned.keys() == v.learned.keys() and all(learned[s] is v.learned[s] for s in learned):
