@@ -119,6 +119,20 @@ def test_an_integer_mask_filters_like_a_boolean_one_and_a_wrong_shape_is_refused
         graph.search(vectors[0], 10, allowed[:10])
 
 
+def test_a_deep_search_leaves_the_shared_graph_as_it_was_for_the_next() -> None:
+    """Searches share one graph: a search that set its beam on it (as each did) widened the
+    search of another thread running at the same time, which then answered differently."""
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(3000, 16)).astype(np.float32)
+    graph, fresh = DenseIndex(vectors, exact_below=0, ef=20), DenseIndex(vectors, exact_below=0, ef=20)
+    allowed = rng.random(3000) < 0.5
+    for q in rng.normal(size=(5, 16)).astype(np.float32):
+        graph.search(q, 400)
+        graph.search(q, 300, allowed)
+        assert graph.graph.ef == 20
+        assert [a.tolist() for a in graph.search(q, 5)] == [a.tolist() for a in fresh.search(q, 5)]
+
+
 def test_nan_or_zero_vectors_are_refused_naming_the_tool() -> None:
     class Broken:
         def embed(self, texts: list[str]) -> np.ndarray:
@@ -172,6 +186,27 @@ def test_rerank_hook_reorders_and_drops_but_cannot_add_tools() -> None:
     assert [h.tool.name for h in hits] == sorted(h.tool.name for h in hits)
     assert "delete_account" not in [h.tool.name for h in hits]
     assert "delete_account" not in idx.select("delete the customer account", budget_tokens=10_000).names
+
+
+def test_a_rerank_hook_cannot_repeat_a_hit_or_swap_in_another_tool() -> None:
+    admin_only = next(t for t in TOOLS if t.name == "delete_account")
+    hooks = {
+        "repeats": lambda q, hits: [*hits, *hits],
+        "swaps": lambda q, hits: [ts.Hit(admin_only, h.position, h.score) for h in hits],
+        "float32": lambda q, hits: [ts.Hit(h.tool, h.position, np.float32(1.0)) for h in reversed(hits)],
+    }
+    plain = [h.tool.name for h in ts.Index(TOOLS).search("send an email message about the invoices", k=5)]
+    for name, hook in hooks.items():
+        hits = ts.Index(TOOLS, rerank=hook).search("send an email message about the invoices", k=5)
+        found = [h.tool.name for h in hits]
+        assert len(found) == len(set(found)) and "delete_account" not in found, name
+        assert all(h.tool is TOOLS[h.position] and type(h.score) is float for h in hits), name
+        assert sorted(found) == sorted(plain), name
+    for bad in (lambda q, hits: None, lambda q, hits: [(h.tool, h.score) for h in hits], lambda q, hits: "x"):
+        with pytest.raises(InvalidParameterError, match="rerank must return a list of Hits"):
+            ts.Index(TOOLS, rerank=bad).search("send an email message", k=5)
+    with pytest.raises(InvalidParameterError, match="a score of type str"):
+        ts.Index(TOOLS, rerank=lambda q, hits: [h._replace(score="1") for h in hits]).search("send an email", k=5)
 
 
 def test_default_embedder_names_the_extra_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,10 +438,15 @@ def test_bad_dense_arguments_are_refused_naming_them() -> None:
             dense.search(vectors[0], k)  # type: ignore[arg-type]
     for options, match in (
         ({"ef": -5}, "ef must be >= 0"),
-        ({"ef": 0}, "ef must be >= 1"),
+        ({"ef": 0}, r"ef must be in \[1, 2147483647\], got 0"),
+        ({"ef": 2**64}, r"ef must be in \[1, 2147483647\]"),
+        ({"ef_construction": 2**31}, "ef_construction must be in"),
+        ({"M": 10**5}, r"M must be in \[2, 10000\]"),
         ({"M": "16"}, "M must be an int"),
         ({"exact_fraction": 2.0}, r"exact_fraction must be in \[0, 1\]"),
         ({"bogus": 1}, "unknown dense_options"),
     ):
         with pytest.raises(InvalidParameterError, match=match):
             hybrid(dense_options=options)
+    empty = ts.Index([], embedder=ConceptEmbedder(), dense_options={"exact_below": 0})  # no graph to build
+    assert empty.search("send an email") == []

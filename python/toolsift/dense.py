@@ -193,7 +193,7 @@ class DenseIndex:
         vectors: One row per tool, in registry order.
         M: HNSW graph degree.
         ef_construction: HNSW build beam width.
-        ef: HNSW search beam width (raised to ``k`` when smaller).
+        ef: HNSW search beam width (raised to ``k`` when smaller), set when the graph is built.
         exact_below: Catalogs smaller than this are searched exactly, without a graph.
         exact_fraction: A caller allowed fewer than this share of the tools is searched exactly.
     """
@@ -208,9 +208,13 @@ class DenseIndex:
         exact_below: int = 5_000,
         exact_fraction: float = 0.1,
     ) -> None:
-        for what, value, least in (("M", M, 2), ("ef_construction", ef_construction, 1), ("ef", ef, 1)):
-            if count(what, value) < least:
-                raise InvalidParameterError(f"{what} must be >= {least}, got {value}")
+        for what, value, least, most in (
+            ("M", M, 2, 10_000),  # hnswlib caps M at 10,000 (with a warning on the console)
+            ("ef_construction", ef_construction, 1, 2**31 - 1),
+            ("ef", ef, 1, 2**31 - 1),
+        ):
+            if not least <= count(what, value) <= most:
+                raise InvalidParameterError(f"{what} must be in [{least}, {most}], got {value}")
         exact_below = count("exact_below", exact_below)
         if not 0.0 <= number("exact_fraction", exact_fraction) <= 1.0:
             raise InvalidParameterError(f"exact_fraction must be in [0, 1], not {exact_fraction!r}")
@@ -218,7 +222,7 @@ class DenseIndex:
         self.ef, self.exact_fraction = ef, exact_fraction
         self.graph: Any = None
         n, dim = self.vectors.shape
-        if n >= exact_below:
+        if n and n >= exact_below:
             try:
                 import hnswlib
             except ImportError:  # without the dense extra, exact search answers the same, slower
@@ -228,6 +232,10 @@ class DenseIndex:
             self.graph.init_index(max_elements=n, M=M, ef_construction=ef_construction, random_seed=7)
             self.graph.set_num_threads(1)  # a deterministic graph
             self.graph.add_items(self.vectors, np.arange(n))
+            # once, never per query: hnswlib searches with a beam of max(ef, k), so a query asking
+            # for more than ef gets its wider beam anyway, and no thread's setting can widen
+            # another's search (which made concurrent searches answer differently)
+            self.graph.set_ef(ef)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -266,8 +274,7 @@ class DenseIndex:
         fetch = min(len(self), int(k * OVERFETCH * len(self) / n_allowed) + OVERFETCH_SLACK)
         if fetch > 2 * max(self.ef, k):
             return None  # a beam that wide costs more than the filtered search (measured)
-        self.graph.set_ef(max(self.ef, fetch))
-        labels, dist = self.graph.knn_query(q, k=fetch)
+        labels, dist = self.graph.knn_query(q, k=fetch)  # a beam of max(ef, fetch)
         ids = labels[0].astype(np.int64)
         keep = allowed[ids]  # the mask, before anything leaves this function
         if int(keep.sum()) < k:
@@ -284,7 +291,6 @@ class DenseIndex:
         return top_rows(self.vectors, np.ascontiguousarray(q, np.float32), k, mask)
 
     def _graph_search(self, q: Vectors, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-        self.graph.set_ef(max(self.ef, k))
         keep: Callable[[int], bool] | None = None if allowed is None else (lambda label: bool(allowed[label]))
         labels, dist = self.graph.knn_query(q, k=k, filter=keep)
         ids, scores = labels[0].astype(np.int64), (1.0 - dist[0]).astype(np.float32)

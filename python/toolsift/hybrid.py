@@ -7,9 +7,10 @@ core; :attr:`Hybrid.lexical_only` says so and the index takes that path.
 from __future__ import annotations
 
 import inspect
+import numbers
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -124,6 +125,24 @@ class Hybrid:
         ranked = zip(positions[:depth].tolist(), scores[:depth].tolist(), strict=True)
         hits = [Hit(tools[i], i, s) for i, s in ranked]
         if self.rerank is not None:
-            offered = {h.position for h in hits}
-            hits = [h for h in self.rerank(query, hits) if h.position in offered]
+            hits = _reranked(self.rerank(query, hits), tools, {h.position for h in hits})
         return hits
+
+
+def _reranked(result: object, tools: Sequence[Tool], offered: set[int]) -> list[Hit]:
+    """A rerank hook's ``result`` as hits: in its order, each of ``offered`` once, each hit
+    rebuilt from its position (a hook can reorder and drop, never add, repeat or swap in
+    another tool), and refused with :class:`~toolsift.errors.InvalidParameterError` unless it
+    is a sequence of :class:`~toolsift.Hit`."""
+    if isinstance(result, (str, bytes)) or not isinstance(result, Iterable):
+        raise InvalidParameterError(f"rerank must return a list of Hits, not {type(result).__name__}")
+    out: list[Hit] = []
+    for h in result:
+        if not isinstance(h, Hit) or type(h.position) is not int:
+            raise InvalidParameterError(f"rerank must return a list of Hits, not one holding {type(h).__name__}")
+        if isinstance(h.score, bool) or not isinstance(h.score, numbers.Real):
+            raise InvalidParameterError(f"rerank gave position {h.position} a score of type {type(h.score).__name__}")
+        if h.position in offered:
+            offered.discard(h.position)
+            out.append(Hit(tools[h.position], h.position, float(h.score)))
+    return out
