@@ -135,6 +135,11 @@ impl Index {
         self.perms.num_permissions()
     }
 
+    /// Every permission some tool requires, each once, in the order first required.
+    pub fn permission_names(&self) -> &[String] {
+        self.perms.parts().0
+    }
+
     /// Token cost of the tool at `doc`.
     pub fn cost(&self, doc: DocId) -> u32 {
         self.costs[doc as usize]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import toolsift as ts
 from toolsift.errors import InvalidParameterError, SnapshotError
-from toolsift.intents import SHARE, clauses, interleave
+from toolsift.intents import MAX_CLAUSES, SHARE, clauses, interleave
 
 # three weather tools that each match more of the request than the hotel tool does
 TOOLS = [
@@ -28,6 +28,9 @@ def names(hits: list[ts.Hit]) -> list[str]:
     return [h.tool.name for h in hits]
 
 
+WORDS = [f"q{a}{b}vx" for a in "bcdfghjk" for b in "aeiou"][: MAX_CLAUSES + 8]  # made-up words, one per tool
+
+
 def test_clauses_cut_at_sentence_ends_semicolons_commas_and_lines_in_any_script() -> None:
     assert clauses("Add 5.0 and 3.2. Then book a room; send it, please\nthanks") == [
         "Add 5.0 and 3.2.",
@@ -38,6 +41,9 @@ def test_clauses_cut_at_sentence_ends_semicolons_commas_and_lines_in_any_script(
     ]
     assert clauses("查询天气。预订酒店，发送邮件") == ["查询天气", "预订酒店", "发送邮件"]
     assert clauses("one intent only") == ["one intent only"]
+    for stop in ("\u06d4 ", "\u0965 ", "\u037e ", "\u0589 ", "\u1362 ", "\u104b ", "\u17d4 ", "\uff61", "\r", "\u2028"):
+        assert clauses(f"first part{stop}second part") == ["first part", "second part"], repr(stop)
+    assert clauses("ｖ１．２ of the API") == ["ｖ１．２ of the API"]  # a full-width number is one clause
     # the history is not split into intents: only the heaviest pieces are
     q = ts.Query.from_messages(
         [
@@ -80,6 +86,19 @@ def test_a_compound_request_gets_a_tool_for_each_intent() -> None:
         split.select(request, budget_tokens=budget, max_tools=3).names
     ]
     assert split.search_many([request], k=3) == [split.search(request, k=3)]
+
+
+def test_only_the_first_distinct_clauses_are_ranked_on_their_own() -> None:
+    """A pasted table of thousands of lines is not thousands of intents: each clause ranked
+    costs a search of the catalog."""
+    from toolsift.intents import rank_intents
+
+    tools = [ts.Tool(f"tool_{i}", f"Handle the {w} records") for i, w in enumerate(WORDS)]
+    index = ts.Index(tools)
+    rows = [f"{w} records" for w in WORDS] * 3  # each clause three times, then more than the cap
+    found = rank_intents(index._lexical, ", ".join(rows), ts.callers.perms_of(None), 10, None)
+    assert len(found) == MAX_CLAUSES  # each a distinct clause's ranking, the first ones
+    assert [r[0][0] for r in found] == list(range(MAX_CLAUSES))
 
 
 def test_a_request_of_one_intent_is_ranked_as_without_intents() -> None:

@@ -195,3 +195,15 @@ def test_ready_for_says_whether_a_query_builds_first() -> None:
     assert not isolated.ready_for(["p"])
     isolated.search("alpha", caller=["p"])
     assert isolated.ready_for(("p",)) and isolated.ready_for(["p", "p"]) and not isolated.ready_for(["q"])
+
+
+def test_permissions_no_tool_requires_share_the_callers_index() -> None:
+    """Per-request claims or unknown permissions change no tool a caller may use: they must not
+    each build (and evict) an index of the caller's own."""
+    index = ts.Index(service_catalog(3), statistics="caller")
+    first = [h.tool.name for h in index.search("order", caller=["p1"])]
+    for extra in ("request-7f3a", "nonexistent", "x"):
+        assert [h.tool.name for h in index.search("order", caller=["p1", extra])] == first
+    assert index._tenants.builds == 1 and list(index._tenants.entries) == [("p1",)]
+    index.search("order", caller=["p1", "p2"])  # a permission some tool requires: its own index
+    assert index._tenants.builds == 2

@@ -4,7 +4,9 @@ A request such as "Find the capital of Australia. What is the population of Cana
 tool per sentence, but one ranking of the whole text gives the first k slots to variants of
 whichever part has the rarest words. :func:`clauses` cuts the request (the pieces of highest
 weight of a :class:`~toolsift.Query`: the current message, not the history) at sentence ends,
-semicolons, line breaks and commas (the punctuation of any script, no word list); a clause counts
+semicolons, line breaks and commas (Latin, Greek, Armenian, CJK, Arabic and Urdu, Devanagari,
+Ethiopic, Myanmar and Khmer punctuation; no word list), ranking at most :data:`MAX_CLAUSES` distinct
+clauses (a pasted table of thousands of lines is not thousands of intents); a clause counts
 as an intent when one of its own three best tools holds at least :data:`INTENT_EVIDENCE` of
 evidence for it (see :meth:`toolsift.Index.evidence`), so a clause of numbers or filler words
 does not. With two intents or more, :func:`interleave` merges the rankings: :data:`SHARE` tools
@@ -37,13 +39,23 @@ INTENT_EVIDENCE = 1.0
 INTENT_PROBE = 3
 #: Tools of the whole request's ranking taken per round of the merge, before each intent's next.
 SHARE = 2
+#: Distinct clauses ranked on their own, the first ones: more intents than a shortlist has
+#: slots would each get none, and each costs a search.
+MAX_CLAUSES = 16
 
-# "." "?" "!" ";" before a space (not "5.0"); full-width and other scripts' stops, semicolons and
-# question marks, which need no space after them (CJK, Arabic, Devanagari); line breaks; commas
-_CUT = re.compile(r"(?<=[.?!;])\s+|[\u3002\uff1f\uff01\uff1b\u061b\u061f\u0964]\s*|\n+|[,\uff0c\u3001\u060c]\s*")
+# "." "?" "!" ";" before a space (not "5.0"); other scripts' stops, semicolons and question
+# marks, which need no space after them: full-width and half-width CJK ones (U+3002, U+FF1F,
+# U+FF01, U+FF1B, U+FF61), the Greek question mark (U+037E), the Armenian full stop (U+0589),
+# Arabic semicolon and question mark (U+061B, U+061F), the Urdu full stop (U+06D4), Devanagari
+# dandas (U+0964, U+0965), Ethiopic, Myanmar and Khmer stops (U+1362, U+104B, U+17D4); line
+# breaks (\n, \r, U+2028, U+2029); commas (ASCII, full-width, ideographic, Arabic)
+_STOPS = "\u3002\uff1f\uff01\uff1b\uff61\u037e\u0589\u061b\u061f\u06d4\u0964\u0965\u1362\u104b\u17d4"
+_BREAKS = "\n\r\u2028\u2029"
+_COMMAS = ",\uff0c\u3001\u060c"
+_CUT = re.compile(rf"(?<=[.?!;])\s+|[{_STOPS}]\s*|[{_BREAKS}]+|[{_COMMAS}]\s*")
 # any character _CUT cuts at or after: one character class is searched ten times faster than
 # _CUT, and most requests have none of them (a one-clause request then costs 0.2 µs, not 1.4)
-_MAYBE_CUT = re.compile(r"[.?!;\n,\u3002\uff1f\uff01\uff1b\u061b\u061f\u0964\uff0c\u3001\u060c]")
+_MAYBE_CUT = re.compile(rf"[.?!;{_STOPS}{_BREAKS}{_COMMAS}]")
 
 
 def may_have_clauses(query: str | Query) -> bool:
@@ -96,7 +108,7 @@ def rank_intents(
 ) -> list[IntentRanking]:
     """The lexical rankings of the intents of a compound request, when it has two or more;
     else none."""
-    found = clauses(query)
+    found = list(dict.fromkeys(clauses(query)))[:MAX_CLAUSES]
     if len(found) < 2:
         return []
     rankings = []

@@ -71,10 +71,20 @@ class Tenants:
         self.builds = 0
         """How many per-caller indexes were built."""
         self._lock = threading.Lock()
+        self._known: frozenset[str] | None = None  # see key
+
+    def key(self, perms: Perms) -> tuple[str, ...]:
+        """The cache key of a caller: the permissions it holds that some tool requires, sorted
+        (one it holds that no tool requires changes no tool it may use, so callers that differ
+        only in those, such as per-request claims, share one index)."""
+        known = self._known
+        if known is None:
+            known = self._known = frozenset(self._core.permission_names())
+        return tuple(sorted(known.intersection(perms.names)))
 
     def of(self, perms: Perms) -> Tenant:
         """The caller's own index, built now if it is not cached."""
-        key = tuple(sorted(set(perms.names)))
+        key = self.key(perms)
         with self._lock:
             found = self.entries.get(key)
             if found is not None:
@@ -90,7 +100,7 @@ class Tenants:
 
     def holds(self, perms: Perms) -> bool:
         """True when the caller's own index is built and cached."""
-        key = tuple(sorted(set(perms.names)))
+        key = self.key(perms)
         with self._lock:
             return key in self.entries
 

@@ -500,6 +500,11 @@ impl PyIndex {
         self.inner.num_permissions()
     }
 
+    /// Every permission some tool requires, each once, in the order first required.
+    fn permission_names(&self) -> Vec<String> {
+        self.inner.permission_names().to_vec()
+    }
+
     /// Query weight of prefix terms (0: the index has none).
     #[getter]
     fn prefix_weight(&self) -> f32 {

@@ -210,7 +210,7 @@ class Replication:
             return
         entries = {}
         for name, server, upstream, digest, hidden, cut in table:
-            if name in index.names:
+            if name in index:  # O(1); index.names is a fresh list
                 tool = index.tool(index.position(name))
                 entries[name] = _entry(server, upstream, tool, digest, hidden, cut)
         if stored.version <= gateway.version.number:  # a newer one came in meanwhile
