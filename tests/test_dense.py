@@ -413,6 +413,8 @@ def test_a_hybrid_index_answers_byte_for_byte_alike_built_loaded_and_relearned(t
         want = [(h.tool.name, h.score) for h in built.search(query, k=10)]
         assert [(h.tool.name, h.score) for h in loaded.search(query, k=10)] == want
         assert [(h.tool.name, h.score) for h in relearned.search(query, k=10)] == want
+    # the copy shares the dense index (learned texts are not embedded): no graph is built again
+    assert relearned._hybrid.dense is built._hybrid.dense
 
 
 def test_an_empty_catalog_with_an_embedder_answers_nothing() -> None:

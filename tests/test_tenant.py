@@ -207,3 +207,28 @@ def test_permissions_no_tool_requires_share_the_callers_index() -> None:
     assert index._tenants.builds == 1 and list(index._tenants.entries) == [("p1",)]
     index.search("order", caller=["p1", "p2"])  # a permission some tool requires: its own index
     assert index._tenants.builds == 2
+
+
+def test_with_a_dense_side_too_a_callers_ranking_equals_an_index_of_its_tools() -> None:
+    """The dense side's graph holds every tool: an approximate search of it, even masked, answers
+    by neighbours the caller may not use, so the caller's dense top tools (and the fused scores)
+    depended on them."""
+    import zlib
+
+    import numpy as np
+
+    class Seeded:  # one pseudo-random direction per text
+        def embed(self, texts: list[str]) -> np.ndarray:
+            rows = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(32) for t in texts]
+            out = np.stack(rows).astype(np.float32)
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    tools = [
+        ts.Tool(f"t{i}", f"thing {i} kind{i % 97}", permissions=() if i % 5 == 0 else "staff") for i in range(3000)
+    ]
+    graph = ts.Index(tools, embedder=Seeded(), statistics="caller", dense_options={"exact_below": 0})
+    alone = ts.Index([t for t in tools if not t.permissions], embedder=Seeded(), statistics="caller")
+    for q in [f"query number {j}" for j in range(20)]:
+        assert [(h.tool.name, h.score) for h in graph.search(q, k=10)] == [
+            (h.tool.name, h.score) for h in alone.search(q, k=10)
+        ]

@@ -240,8 +240,12 @@ class DenseIndex:
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def search(self, query: Vectors, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first."""
+    def search(
+        self, query: Vectors, k: int, allowed: np.ndarray | None = None, *, exact: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first; with
+        ``exact``, never from the graph (whose neighbours, and so whose answers, depend on every
+        tool in it, allowed or not)."""
         k = count("k", k)
         q = unit_rows(query, "query vector")[0]
         if not len(self):  # an empty catalog: nothing to find, whatever the embedder said its size is
@@ -257,7 +261,7 @@ class DenseIndex:
         k = min(k, n_allowed)
         if k <= 0:
             return np.zeros(0, np.uint32), np.zeros(0, np.float32)
-        if self.graph is not None and n_allowed >= self.exact_fraction * len(self):
+        if self.graph is not None and not exact and n_allowed >= self.exact_fraction * len(self):
             found = None if allowed is None else self._overfetch(q, k, allowed, n_allowed)
             if found is None:
                 found = self._graph_search(q, k, allowed)

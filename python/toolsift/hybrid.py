@@ -40,7 +40,8 @@ QUERY_CACHE_CHARS = 4_000_000
 class Hybrid:
     """The dense index of the tools (with an embedder), the fusion weight ``alpha``, the rerank
     hook and the ``depth`` of candidates taken from each side. Without ``vectors`` the tools are
-    embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`).
+    embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`); with ``dense``
+    (an index built with the same options on these vectors) that one is used.
 
     The vectors of the last :data:`QUERY_CACHE` query texts are kept: a conversation's query
     holds every earlier user message (:meth:`~toolsift.query.Query.from_messages`), so without
@@ -60,6 +61,7 @@ class Hybrid:
         dense_options: Mapping[str, Any] | None,
         vectors: np.ndarray | None,
         progress: Progress | None = None,
+        dense: DenseIndex | None = None,
     ) -> None:
         if not 0.0 <= number("alpha", alpha) <= 1.0:
             raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
@@ -68,7 +70,9 @@ class Hybrid:
         unknown = sorted(set(dense_options or {}) - DENSE_OPTIONS)
         if unknown:
             raise InvalidParameterError(f"unknown dense_options {unknown}; they are {sorted(DENSE_OPTIONS)}")
-        if embedder is not None:
+        if embedder is not None and dense is not None:  # another index's, on the same vectors
+            self.dense = dense
+        elif embedder is not None:
             if vectors is None:
                 vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
             self.dense = DenseIndex(vectors, **(dense_options or {}))
@@ -120,7 +124,9 @@ class Hybrid:
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
                 allowed = lexical.core.allowed_mask(lexical.scoped(perms, scope))
-                dense = self.dense.search(combined, depth, allowed)
+                # tenant isolation: an approximate graph search depends on the tools the caller may
+                # not use (the graph holds them); an exact one equals that of its tools alone
+                dense = self.dense.search(combined, depth, allowed, exact=lexical.tenants is not None)
                 positions, scores = fuse_arrays((positions, scores), dense, self.alpha)
         ranked = zip(positions[:depth].tolist(), scores[:depth].tolist(), strict=True)
         hits = [Hit(tools[i], i, s) for i, s in ranked]

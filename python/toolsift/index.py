@@ -25,7 +25,7 @@ import numpy as np
 from ._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
 from .arguments import check_queries, count, evidence_floor, flag, limit, query_parts, tool_names
 from .callers import WITHHELD, Caller, Masks, Perms, perms_of
-from .dense import Embedder
+from .dense import DenseIndex, Embedder
 from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker
 from .groups import Grouping, Groups, group_function, groups_arg
@@ -79,7 +79,9 @@ class Index:
         statistics: ``"shared"`` (default): BM25 statistics (document frequencies, average
             lengths, collection size) cover the whole catalog. ``"caller"``: tenant isolation, they
             cover exactly the tools the caller may use, so a caller's scores and ranking equal those
-            of an index built from its allowed tools only, and reveal nothing about the others.
+            of an index built from its allowed tools only, and reveal nothing about the others
+            (a dense side is then searched exactly: an approximate graph's answers depend on
+            every tool it holds).
             The per-caller index is built on first use and cached per distinct permission set.
         group_by: ``group_by(tool) -> str``, the group a tool belongs to, for searches and
             selections limited to groups (``group=`` and ``groups=`` of :meth:`search` and
@@ -190,10 +192,12 @@ class Index:
         min_evidence: float | None,
         intents: bool,
         progress: Progress | None = None,
+        dense: DenseIndex | None = None,
     ) -> None:
         """The one place an index's state is set, on :class:`~toolsift.parts.Parts` built from a
         catalog (:meth:`__init__`), read from a file (:meth:`load`) or rebuilt with other learned
-        texts (:meth:`with_learned`, which opens them with the same options)."""
+        texts (:meth:`with_learned`, which opens them with the same options and hands over its
+        ``dense`` index: the same vectors, so the same graph, which takes long to build)."""
         if statistics not in ("shared", "caller"):
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         self._parts = parts
@@ -224,7 +228,7 @@ class Index:
         self._lexical = Lexical(parts.core, masks, None if statistics == "shared" else self._tenants)
         names = self.names
         self._hybrid = Hybrid(
-            parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors, progress
+            parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors, progress, dense
         )
         self._min_evidence, self._intents = evidence_floor(min_evidence), flag("intents", intents)
         # the copies with_learned made, by their texts, while something holds them: sessions of one
@@ -313,9 +317,10 @@ class Index:
 
     def with_learned(self, learned: Mapping[str, str] | None) -> Index:
         """A copy of this index whose tools' learned texts are ``learned`` (the authored fields,
-        options, permissions, costs and tool vectors stay): the core index is rebuilt (about as
-        long as building this one took), this index is left as it is, so a server swaps the copy
-        in whole when it is ready. Per-caller statistics are cut afresh from the copy."""
+        options, permissions, costs and tool vectors stay, the dense index is shared): the core
+        index is rebuilt (about as long as building this one's took), this index is left as it
+        is, so a server swaps the copy in whole when it is ready. Per-caller statistics are cut
+        afresh from the copy."""
         key = _learned_key(learned)
         shared = None if key is None else self._relearned.get(key)
         if shared is not None:  # the same texts as a copy still in use (another session's)
@@ -323,7 +328,7 @@ class Index:
         dense = self._hybrid.dense
         parts = relearned(self._parts, learned, None if dense is None else dense.vectors)
         index = type(self).__new__(type(self))
-        index._open(parts, **self._options)
+        index._open(parts, **self._options, dense=dense)
         if key is not None:
             self._relearned[key] = index
         log.info("rebuilt %d tools with %d learned texts", len(self._tools), len(parts.learned))
