@@ -133,6 +133,26 @@ def test_a_deep_search_leaves_the_shared_graph_as_it_was_for_the_next() -> None:
         assert [a.tolist() for a in graph.search(q, 5)] == [a.tolist() for a in fresh.search(q, 5)]
 
 
+def test_tools_with_one_vector_are_one_point_of_the_graph() -> None:
+    """Many identical vectors first in the registry (a server whose tools share a description):
+    hnswlib linked them to each other only, and a search came back with nothing else."""
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(4000, 16)).astype(np.float32)
+    vectors[:2000] = vectors[0]
+    graph, exact = DenseIndex(vectors, exact_below=0), DenseIndex(vectors, exact_below=10**9)
+    for i in range(2000, 2050):  # a query on a distinct tool's vector finds that tool first
+        assert graph.search(vectors[i], 5)[0][0] == i
+    found, scores = graph.search(vectors[0], 5)  # the shared vector: its tools by registry order
+    assert found.tolist() == [0, 1, 2, 3, 4] == exact.search(vectors[0], 5)[0].tolist()
+    assert np.allclose(scores, 1.0)
+    allowed = np.zeros(4000, dtype=bool)
+    allowed[[7, 1500, 3000]] = True  # two of the group, one other
+    allowed[2000:2800] = True
+    got = graph.search(vectors[0], 4, allowed)[0].tolist()
+    assert got[:2] == [7, 1500] and all(allowed[got])
+    assert got == exact.search(vectors[0], 4, allowed)[0].tolist()
+
+
 def test_nan_or_zero_vectors_are_refused_naming_the_tool() -> None:
     class Broken:
         def embed(self, texts: list[str]) -> np.ndarray:

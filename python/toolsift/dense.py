@@ -221,17 +221,30 @@ class DenseIndex:
         self.vectors = unit_rows(vectors, "tool vectors")
         self.ef, self.exact_fraction = ef, exact_fraction
         self.graph: Any = None
+        # tools with the very same vector (the same description) are one point of the graph:
+        # hnswlib links many identical points to each other only, and a search that reaches them
+        # finds nothing else. Each tool's point (points numbered in registry order of their first
+        # tool), and each point's tools as (positions by point, where each point starts); None
+        # when every vector is distinct (a point is then a position)
+        self._point_of: np.ndarray | None = None
+        self._members: tuple[np.ndarray, np.ndarray] | None = None
         n, dim = self.vectors.shape
+        self._points = n
         if n and n >= exact_below:
             try:
                 import hnswlib
             except ImportError:  # without the dense extra, exact search answers the same, slower
                 return
 
+            first, point_of = _distinct_rows(self.vectors)
+            if len(first) < n:
+                order = np.argsort(point_of, kind="stable")
+                self._point_of, self._points = point_of, len(first)
+                self._members = (order, np.searchsorted(point_of[order], np.arange(len(first) + 1)))
             self.graph = hnswlib.Index(space="ip", dim=dim)
-            self.graph.init_index(max_elements=n, M=M, ef_construction=ef_construction, random_seed=7)
+            self.graph.init_index(max_elements=len(first), M=M, ef_construction=ef_construction, random_seed=7)
             self.graph.set_num_threads(1)  # a deterministic graph
-            self.graph.add_items(self.vectors, np.arange(n))
+            self.graph.add_items(self.vectors[first], np.arange(len(first)))
             # once, never per query: hnswlib searches with a beam of max(ef, k), so a query asking
             # for more than ef gets its wider beam anyway, and no thread's setting can widen
             # another's search (which made concurrent searches answer differently)
@@ -262,12 +275,40 @@ class DenseIndex:
         if k <= 0:
             return np.zeros(0, np.uint32), np.zeros(0, np.float32)
         if self.graph is not None and not exact and n_allowed >= self.exact_fraction * len(self):
-            found = None if allowed is None else self._overfetch(q, k, allowed, n_allowed)
+            points, wanted, n_points = allowed, k, n_allowed
+            if self._point_of is not None:  # the points holding an allowed tool
+                if allowed is None:
+                    n_points = self._points
+                else:
+                    points = np.zeros(self._points, dtype=bool)
+                    points[self._point_of[allowed]] = True
+                    n_points = int(points.sum())
+                wanted = min(k, n_points)  # each point brings one allowed tool at least
+            found = None if points is None else self._overfetch(q, wanted, points, n_points)
             if found is None:
-                found = self._graph_search(q, k, allowed)
+                found = self._graph_search(q, wanted, points)
             if found is not None:
-                return found
+                return found if self._members is None else self._spread(found, k, allowed)
         return self._exact(q, k, allowed)
+
+    def _spread(
+        self, found: tuple[np.ndarray, np.ndarray], k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best allowed tools of the points ``found`` (ids, scores): each point's tools
+        share its score, ties by registry order, as an exact search ranks them."""
+        assert self._members is not None
+        order, starts = self._members
+        points, scores = found[0].astype(np.int64), found[1]
+        if not len(points):
+            return found
+        sizes = starts[points + 1] - starts[points]
+        ids = np.concatenate([order[starts[p] : starts[p + 1]] for p in points.tolist()])
+        values = np.repeat(scores, sizes)
+        if allowed is not None:
+            keep = allowed[ids]
+            ids, values = ids[keep], values[keep]
+        best = np.lexsort((ids, -values))[:k]
+        return ids[best].astype(np.uint32), values[best]
 
     def _overfetch(
         self, q: Vectors, k: int, allowed: np.ndarray, n_allowed: int
@@ -275,7 +316,7 @@ class DenseIndex:
         """The ``k`` nearest allowed tools from an unfiltered graph search deep enough that, at the
         caller's share of allowed tools, ``k`` of its results are allowed with room to spare: no
         Python callback per candidate. ``None`` (search with the filter instead) when fewer are."""
-        fetch = min(len(self), int(k * OVERFETCH * len(self) / n_allowed) + OVERFETCH_SLACK)
+        fetch = min(self._points, int(k * OVERFETCH * self._points / n_allowed) + OVERFETCH_SLACK)
         if fetch > 2 * max(self.ef, k):
             return None  # a beam that wide costs more than the filtered search (measured)
         labels, dist = self.graph.knn_query(q, k=fetch)  # a beam of max(ef, fetch)
@@ -302,3 +343,13 @@ class DenseIndex:
             return None  # the filtered graph search came up short: answer exactly instead
         order = np.lexsort((ids, -scores))
         return ids[order].astype(np.uint32), scores[order]
+
+
+def _distinct_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The position of the first row of each distinct row, ascending, and each row's index in
+    that list (its point)."""
+    _, first, inverse = np.unique(vectors, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    point = np.empty(len(first), dtype=np.int64)
+    point[order] = np.arange(len(first))
+    return first[order], point[inverse.ravel()]
