@@ -141,10 +141,41 @@ def test_calls_recorded_while_redis_is_down_are_written_once_it_is_back(tmp_path
         store.record("ann", "x")  # queued: no error, no call lost
     assert not store.available and store.queued == 7
     assert store.score("ann", "x") == pytest.approx(12)  # the last count read, plus the queued calls
+    count = store.usage_count("ann")
+    assert count("x") == pytest.approx(12_000, abs=2) and count("y") == 0
+    store.record("ann", "y")  # while down: the counter reads it at once, from the queue
+    assert count("y") == pytest.approx(1_000, abs=2) and count("x") == pytest.approx(12_000, abs=2)
     server.start()
     assert store.flush() and store.available and store.queued == 0
     assert other.score("ann", "x") == pytest.approx(12)  # every replica sees every call
     server.stop()
+
+
+def test_a_record_redis_refuses_costs_that_record_only(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A key of another type (another program's, an old version's): the batch holding its record
+    used to stay queued, raising on every later call and adding the records Redis had applied
+    again at every retry."""
+    import redis
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        raw = redis.Redis.from_url(server.url)
+        raw.set("toolsift:usage:mallory", "not a hash")
+        raw.hset("toolsift:usage:bob", mapping={"x": "garbage", "y": "2.0 2 1.0"})
+        store = ts.RedisUsageStore(server.url, warmup=0, half_life_s=1e9)
+        store.record("ann", "x")
+        with caplog.at_level("WARNING", logger="toolsift"):
+            store.record("mallory", "x")  # refused, logged, dropped
+            for _ in range(3):
+                store.record("ann", "x")
+            assert store.queued == 0
+            assert store.score("ann", "x") == pytest.approx(4)  # each call once
+            assert store.scores("mallory") == {}
+            assert set(store.scores("bob")) == {"y"}  # the field that is not a row is left out
+        said = " ".join(r.getMessage() for r in caplog.records)
+        assert "refused a call of 'x' by 'mallory'" in said and "not a usage row" in said
+    finally:
+        server.stop()
 
 
 def test_reach_counts_the_users_each_tool_counts_for_after_warmup() -> None:

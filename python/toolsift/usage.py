@@ -298,6 +298,7 @@ class RedisUsageStore:
         self._lock = threading.Lock()
         self._retry_at = 0.0
         self._writes = 0  # batches written: a usage_count's cache is stale after one
+        self._recorded = 0  # records taken: so is it after one of those while the server is down
         self.available = True
         """Whether the last attempt to reach the server succeeded."""
 
@@ -309,6 +310,7 @@ class RedisUsageStore:
         item = (check_text("user", user), check_text("tool", tool), float(self.clock()))
         with self._lock:
             self._queued.append(item)
+            self._recorded += 1
             self._flush()
 
     def flush(self) -> bool:
@@ -332,13 +334,21 @@ class RedisUsageStore:
                 with self._redis.pipeline(transaction=True) as pipe:
                     for user, tool, at in batch:
                         self._script(keys=[self._key(user)], args=[tool, repr(at), repr(self.half_life_s)], client=pipe)
-                    written = pipe.execute()
+                    # each record's own answer: one the server refuses (a key of another type)
+                    # must not hold back, nor have sent again, the records it applied
+                    written = pipe.execute(raise_on_error=False)
             except (redis.ConnectionError, redis.TimeoutError) as e:
                 self._down(e)
                 return False
+            except redis.ResponseError as e:  # the whole batch refused, so none of it applied
+                log.error("usage store refused %d records, which are dropped: %s", len(batch), e)
+                written = [e] * len(batch)
             del self._queued[: len(batch)]
             for (user, tool, _), row in zip(batch, written, strict=True):
-                self._known[user, tool] = _row(row)
+                if isinstance(row, Exception):
+                    log.error("usage store refused a call of %r by %r, which is dropped: %s", tool, user, row)
+                elif (known := _row(row)) is not None:
+                    self._known[user, tool] = known
             self._writes += 1
             self.available = True
         return True
@@ -371,42 +381,49 @@ class RedisUsageStore:
             if time.monotonic() >= self._retry_at:
                 try:
                     if tool is None:
-                        got = {k.decode(): v for k, v in self._redis.hgetall(self._key(user)).items()}
+                        got = {k.decode(errors="replace"): v for k, v in self._redis.hgetall(self._key(user)).items()}
                     else:
                         got = {tool: self._redis.hget(self._key(user), tool)}
-                    rows = {t: _row(v) for t, v in got.items() if v is not None}
+                    rows = {t: row for t, v in got.items() if v is not None and (row := _row(v)) is not None}
                     self._known.update({(user, t): row for t, row in rows.items()})
                     self.available = True
                     return rows
                 except (redis.ConnectionError, redis.TimeoutError) as e:
                     self._down(e)
-            tools = {t for (u, t) in self._known if u == user} | {t for u, t, _ in self._queued if u == user}
-            wanted = tools if tool is None else {tool}
-            return {t: row for t in wanted if (row := self._estimate((user, t))) is not None}
+                except redis.ResponseError as e:  # the key holds something else (another program's)
+                    log.warning("usage store: %s is not a usage hash, read as no calls: %s", self._key(user), e)
+                    return {}
+            return self._estimates(user, tool)
 
-    def _estimate(self, key: tuple[str, str]) -> tuple[float, int, float] | None:
-        """The last counts read for ``key`` with this process's queued calls added."""
-        row = self._known.get(key)
-        for user, tool, at in self._queued:
-            if (user, tool) != key:
+    def _estimates(self, user: str, tool: str | None) -> dict[str, tuple[float, int, float]]:
+        """The last counts read for ``user`` (one tool, or all) with this process's queued calls
+        added, in one pass over each (a plan asks for every tool while the server is down)."""
+        if tool is None:
+            rows = {t: row for (u, t), row in self._known.items() if u == user}
+        else:
+            rows = {tool: row} if (row := self._known.get((user, tool))) is not None else {}
+        for u, t, at in self._queued:
+            if u != user or (tool is not None and t != tool):
                 continue
+            row = rows.get(t)
             if row is None:
-                row = (1.0, 1, at)
+                rows[t] = (1.0, 1, at)
             else:
                 score, calls, updated = row
-                row = (_decay(score, updated, at, self.half_life_s) + 1.0, calls + 1, max(updated, at))
-        return row
+                rows[t] = (_decay(score, updated, at, self.half_life_s) + 1.0, calls + 1, max(updated, at))
+        return rows
 
     def usage_count(self, user: str) -> Callable[[str], int]:
         """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user: it
         reads every tool of the user at once (a plan asks for each tool) and keeps the counts for
         :data:`USAGE_COUNT_TTL_S`, or until this store records a call."""
         check_text("user", user)
-        cache: dict[str, Any] = {"at": -math.inf, "writes": -1, "scores": {}}
+        cache: dict[str, Any] = {"at": -math.inf, "seen": None, "scores": {}}
 
         def count(tool: str) -> int:
-            if time.monotonic() - cache["at"] > USAGE_COUNT_TTL_S or cache["writes"] != self._writes or self._queued:
-                cache.update(scores=self.scores(user), at=time.monotonic(), writes=self._writes)
+            seen = (self._writes, self._recorded)
+            if time.monotonic() - cache["at"] > USAGE_COUNT_TTL_S or cache["seen"] != seen:
+                cache.update(scores=self.scores(user), at=time.monotonic(), seen=seen)
             return round(float(cache["scores"].get(tool, 0.0)) * 1000)
 
         return count
@@ -419,10 +436,16 @@ class RedisUsageStore:
         self._redis.close()
 
 
-def _row(value: bytes | str) -> tuple[float, int, float]:
-    text = value.decode() if isinstance(value, bytes) else value
-    score, calls, updated = text.split()
-    return float(score), int(calls), float(updated)
+def _row(value: object) -> tuple[float, int, float] | None:
+    """A stored ``score calls updated`` field; ``None`` (logged, read as no calls) for one that
+    is not, such as a field another program wrote."""
+    try:
+        text = value.decode() if isinstance(value, bytes) else value
+        score, calls, updated = text.split()  # type: ignore[attr-defined]
+        return float(score), int(calls), float(updated)
+    except (AttributeError, UnicodeDecodeError, ValueError) as e:
+        log.warning("usage store: a field that is not a usage row is ignored (%r): %s", value, e)
+        return None
 
 
 def redis_client(url: Any, timeout_s: float = 1.0) -> Any:
