@@ -320,6 +320,27 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_was(tmp_path: Path
         Learned(tmp_path / "missing" / "folder" / "learned.db")
 
 
+def test_another_programs_database_is_refused_before_anything_is_written_to_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    app, twin = tmp_path / "app.db", tmp_path / "twin.db"
+    with sqlite3.connect(app) as db:
+        db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+    with sqlite3.connect(twin) as db:  # a table of the store's name and other columns
+        db.execute("CREATE TABLE learned (id INTEGER, body TEXT)")
+        db.execute("CREATE TABLE usage (user TEXT, n INTEGER)")
+    before = {p: p.read_bytes() for p in (app, twin)}
+    for path, match in ((app, r"another program's tables \(orders\)|has no usage table"), (twin, "not toolsift's")):
+        for open_store in (Learned, ts.UsageStore, lambda p: ts.UsageStore(p, read_only=True)):
+            with pytest.raises(StoreFormatError, match=match):
+                open_store(path)
+    assert {p: p.read_bytes() for p in (app, twin)} == before  # not switched to WAL, no table added
+    shared = tmp_path / "store.db"  # the usage and learned tables side by side: one store
+    ts.UsageStore(shared).record("ann", "x")
+    Learned(shared).add("s", {"x": ["queue"]})
+    assert ts.UsageStore(shared, read_only=True).reach()[0] == 1 and Learned(shared).texts("s")
+
+
 def test_the_table_keeps_a_bounded_number_of_words_per_tool() -> None:
     now = [0.0]
     learned = Learned(half_life_s=10.0, cap=2, clock=lambda: now[0])

@@ -76,11 +76,40 @@ def _connect(path: str | Path, read_only: bool) -> sqlite3.Connection:
     return open_sqlite(path, _SCHEMA, read_only="usage" if read_only else None)
 
 
+#: The tables of toolsift's stores (:class:`UsageStore`, :class:`~toolsift.Learned`), which may
+#: share one file: a file holding tables, none of them these, is another program's database.
+STORE_TABLES = frozenset({"usage", "learned"})
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
+    return [(str(r[1]), str(r[2]).upper()) for r in db.execute(f"PRAGMA table_info({table})")]
+
+
+def _expected(schema: str) -> tuple[str, list[tuple[str, str]]]:
+    """The table ``schema`` creates and its columns (name, type)."""
+    with sqlite3.connect(":memory:") as db:
+        db.execute(schema)
+        (table,) = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchone()
+        return str(table), _columns(db, table)
+
+
+def _check_tables(db: sqlite3.Connection, table: str, columns: list[tuple[str, str]], path: str) -> None:
+    """Refuses another program's database (tables, none of toolsift's) and a ``table`` of other
+    columns, before anything is written to the file."""
+    tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if tables and not tables & STORE_TABLES:
+        raise StoreFormatError(f"the file holds another program's tables ({', '.join(sorted(tables)[:5])})", path=path)
+    if table in tables and _columns(db, table) != columns:
+        raise StoreFormatError(f"its {table} table is not toolsift's (other columns)", path=path)
+
+
 def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) -> sqlite3.Connection:
     """A connection to the SQLite database at ``path`` for decayed counts (``pow`` defined, WAL
     mode for a file, autocommit), with the table of ``schema`` created if missing; or, with
-    ``read_only`` (a table name), a connection that writes nothing to an existing file that must
-    hold that table (for reports on a store, which must not change the file they are given)."""
+    ``read_only``, a connection that writes nothing to an existing file that must hold that
+    table (for reports on a store, which must not change the file they are given). Another
+    program's database, or a table of that name with other columns, is refused with
+    :class:`~toolsift.errors.StoreFormatError` before anything is written to it."""
     if sqlite3.sqlite_version_info < (3, 24, 0):
         raise ToolsiftError(f"toolsift needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
     if read_only is not None and (str(path) == ":memory:" or not Path(path).is_file()):
@@ -96,11 +125,18 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) 
         # SQLite has pow() only when built with its math functions: the same one everywhere,
         # called from inside the statement (so still atomic)
         db.create_function("pow", 2, _pow, deterministic=True)
+        table, columns = _expected(schema)
         if read_only is not None:
             found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (read_only,))
             if found.fetchone() is None:
                 db.close()
                 raise StoreFormatError(f"the file has no {read_only} table", path=str(path))
+        try:
+            _check_tables(db, table, columns, str(path))
+        except StoreFormatError:
+            db.close()
+            raise
+        if read_only is not None:
             return db
         if str(path) != ":memory:":
             db.execute("PRAGMA journal_mode=WAL")
@@ -110,6 +146,12 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) 
         db.close()
         if "locked" in str(e) or "busy" in str(e):
             raise  # another process held it past the busy timeout: not the file's fault
+        if read_only is not None and "readonly" in str(e):  # WAL: its -shm file cannot be made
+            raise StoreFormatError(
+                f"cannot read the store in a folder this process may not write to ({e}): SQLite "
+                "needs a shared-memory file beside a store in WAL mode",
+                path=str(path),
+            ) from None
         raise StoreFormatError(f"not a usable SQLite store ({e})", path=str(path)) from None
     except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
         db.close()
@@ -129,7 +171,9 @@ class UsageStore:
         warmup: Calls a user must make before a tool counts at all.
         clock: Time source (seconds); tests pass a fake one.
         read_only: Read an existing store without writing to its file (no table created, its
-            journal mode left as it is); :meth:`record` then raises.
+            journal mode left as it is); :meth:`record` then raises. A store in WAL mode (as
+            toolsift writes them) still needs its folder writable: SQLite keeps a shared-memory
+            file beside it while reading.
 
     Raises:
         InvalidParameterError: ``half_life_s`` is not a number > 0, ``warmup`` not an int >= 0, or
