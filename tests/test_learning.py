@@ -371,6 +371,48 @@ def test_a_new_phrasing_confirmed_again_and_again_climbs_past_a_full_table() -> 
     assert len(learned._db.execute("SELECT word FROM learned").fetchall()) <= 3 * KEPT_ROWS + 1
 
 
+def test_a_store_another_process_holds_costs_the_event_not_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    import toolsift.usage
+
+    monkeypatch.setattr(toolsift.usage, "BUSY_TIMEOUT_S", 0.2)  # the default, 30 s, fails alike
+    db = tmp_path / "usage.db"
+    handlers = {t.name: (lambda a: "ok") for t in TOOLS}
+    box = ts.Toolbox(
+        ts.Catalog(TOOLS), ts.ToolTierOptions(), handlers=handlers, learned=Learned(db, known=0), scope="s"
+    )
+    box.search_tools({"query": "fan the alert out to subscribers"})
+    box.call("call_tool", {"name": "sns_publish", "arguments": {}})
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a backup, a second writer
+    try:
+        assert "dns_lookup" in box.call("tool_search", {"query": "look up the dns records"})  # answered
+        box.reset()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    box.search_tools({"query": "fan the alert out to subscribers"})  # the store works again
+    box.call("call_tool", {"name": "sns_publish", "arguments": {}})
+    box.reset()
+    assert set(Learned(db).texts("s")) == {"sns_publish"}
+
+
+def test_weights_read_again_only_when_the_store_or_the_time_moved(tmp_path: Path) -> None:
+    db, now = tmp_path / "usage.db", [0.0]
+    mine, peer = Learned(db, half_life_s=1000.0, clock=lambda: now[0]), Learned(db, clock=lambda: now[0])
+    mine.add("s", {"t": ["queue"]})
+    first = mine.weights("s")
+    first["t"]["tampered"] = 9.0  # a copy: the kept weights stay as read
+    assert mine.weights("s") == {"t": {"queue": 1.0}}
+    peer.add("s", {"t": ["topic"]})  # another connection's write
+    assert set(mine.weights("s")["t"]) == {"queue", "topic"}
+    now[0] = 1000.0  # a half-life later, nothing written: aged
+    assert mine.weights("s")["t"]["queue"] == pytest.approx(0.5)
+
+
 def test_a_toolbox_sees_ageing_and_a_peers_words_at_its_next_reset(tmp_path: Path) -> None:
     db, now = tmp_path / "usage.db", [0.0]
     mine = Learned(db, half_life_s=10.0, clock=lambda: now[0])

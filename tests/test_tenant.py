@@ -232,3 +232,6 @@ def test_with_a_dense_side_too_a_callers_ranking_equals_an_index_of_its_tools() 
         assert [(h.tool.name, h.score) for h in graph.search(q, k=10)] == [
             (h.tool.name, h.score) for h in alone.search(q, k=10)
         ]
+    assert graph._hybrid.dense is not None and graph._hybrid.dense.graph is None  # never searched: not built
+    shared = ts.Index(tools, embedder=Seeded(), dense_options={"exact_below": 0})
+    assert shared._hybrid.dense is not None and shared._hybrid.dense.graph is not None

@@ -30,6 +30,8 @@ from .text import dense_text
 
 DENSE_OPTIONS = frozenset(inspect.signature(DenseIndex).parameters) - {"vectors"}
 """The keyword arguments of :class:`~toolsift.dense.DenseIndex` that ``dense_options`` may give."""
+#: ``exact_below`` of a dense index no graph is built for: above any catalog's size.
+EXACT_ALWAYS = 2**62
 QUERY_CACHE = 4096
 """Query texts whose vectors a hybrid index keeps, least recently used dropped first (384
 dimensions: about 6 MB of vectors)."""
@@ -41,7 +43,8 @@ class Hybrid:
     """The dense index of the tools (with an embedder), the fusion weight ``alpha``, the rerank
     hook and the ``depth`` of candidates taken from each side. Without ``vectors`` the tools are
     embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`); with ``dense``
-    (an index built with the same options on these vectors) that one is used.
+    (an index built with the same options on these vectors) that one is used; without ``graph``
+    (per-caller statistics, where every dense search is exact) none is built.
 
     The vectors of the last :data:`QUERY_CACHE` query texts are kept: a conversation's query
     holds every earlier user message (:meth:`~toolsift.query.Query.from_messages`), so without
@@ -62,6 +65,7 @@ class Hybrid:
         vectors: np.ndarray | None,
         progress: Progress | None = None,
         dense: DenseIndex | None = None,
+        graph: bool = True,
     ) -> None:
         if not 0.0 <= number("alpha", alpha) <= 1.0:
             raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
@@ -75,7 +79,10 @@ class Hybrid:
         elif embedder is not None:
             if vectors is None:
                 vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
-            self.dense = DenseIndex(vectors, **(dense_options or {}))
+            options = dict(dense_options or {})
+            if not graph:  # every search exact (tenant isolation): a graph would go unused
+                options["exact_below"] = EXACT_ALWAYS
+            self.dense = DenseIndex(vectors, **options)
         self._queries: OrderedDict[tuple[object, str], np.ndarray] = OrderedDict()
         self._cached_chars = 0
         self._lock = threading.Lock()

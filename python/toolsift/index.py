@@ -228,7 +228,17 @@ class Index:
         self._lexical = Lexical(parts.core, masks, None if statistics == "shared" else self._tenants)
         names = self.names
         self._hybrid = Hybrid(
-            parts.tools, names, embedder, alpha, rerank, depth, dense_options, parts.vectors, progress, dense
+            parts.tools,
+            names,
+            embedder,
+            alpha,
+            rerank,
+            depth,
+            dense_options,
+            parts.vectors,
+            progress,
+            dense,
+            graph=statistics == "shared",
         )
         self._min_evidence, self._intents = evidence_floor(min_evidence), flag("intents", intents)
         # the copies with_learned made, by their texts, while something holds them: sessions of one
@@ -492,6 +502,10 @@ class Index:
         ``group`` takes candidates from the tools of a group (or several) only; ``groups`` makes
         the selection hierarchical: first the ``groups`` groups whose best tool ranks highest for
         the query, then the best tools inside them. Core tools are selected either way.
+
+        A ranking made here rather than in the core (a dense side or rerank hook, or a request
+        of two intents or more) offers the first ``depth`` tools as candidates: a budget that
+        would hold more of them holds those.
         """
         tokens, cap = (
             limit("budget_tokens", budget_tokens),

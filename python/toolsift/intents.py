@@ -4,14 +4,14 @@ A request such as "Find the capital of Australia. What is the population of Cana
 tool per sentence, but one ranking of the whole text gives the first k slots to variants of
 whichever part has the rarest words. :func:`clauses` cuts the request (the pieces of highest
 weight of a :class:`~toolsift.Query`: the current message, not the history) at sentence ends,
-semicolons, line breaks and commas (Latin, Greek, Armenian, CJK, Arabic and Urdu, Devanagari,
-Ethiopic, Myanmar and Khmer punctuation; no word list), ranking at most :data:`MAX_CLAUSES` distinct
-clauses (a pasted table of thousands of lines is not thousands of intents); a clause counts
-as an intent when one of its own three best tools holds at least :data:`INTENT_EVIDENCE` of
-evidence for it (see :meth:`toolsift.Index.evidence`), so a clause of numbers or filler words
-does not. With two intents or more, :func:`interleave` merges the rankings: :data:`SHARE` tools
-of the whole request's ranking, then the next tool of each intent, and again. With fewer, the
-whole request's ranking is used unchanged.
+semicolons, line breaks and commas (those of Latin script, CJK, Arabic and Urdu, Devanagari, the
+Greek question mark and the Armenian, Ethiopic, Myanmar and Khmer full stops; no word list),
+ranking at most :data:`MAX_CLAUSES` distinct clauses (a pasted table of thousands of lines is not
+thousands of intents); a clause counts as an intent when one of its own three best tools holds
+at least :data:`INTENT_EVIDENCE` of evidence for it (see :meth:`toolsift.Index.evidence`), so a
+clause of numbers or filler words does not. With two intents or more, :func:`interleave` merges
+the rankings: :data:`SHARE` tools of the whole request's ranking, then the next tool of each
+intent, and again. With fewer, the whole request's ranking is used unchanged.
 
 Measured on BFCL (``python benches/intents.py``); the constants were chosen there.
 """

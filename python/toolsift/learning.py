@@ -34,6 +34,7 @@ as the log, the rest is scored with and without what was learned.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -77,6 +78,9 @@ _LEARN = """INSERT INTO learned (scope, tool, word, score, updated) VALUES (?1, 
     ON CONFLICT (scope, tool, word) DO UPDATE SET
         score = score * pow(0.5, max(excluded.updated - updated, 0.0) / ?5) + 1.0,
         updated = max(updated, excluded.updated)"""
+
+#: Scopes whose weights :class:`Learned` keeps as last read (the oldest dropped first).
+WEIGHTS_KEPT = 256
 
 #: Rows a tool keeps in the table, per word of ``cap``: words just below the cap can still
 #: climb into it; the rest, and words aged under half an event's weight, are deleted. The
@@ -168,6 +172,9 @@ class Learned:
         self.cap, self.max_repeats, self.known, self.clock = cap, max_repeats, known, clock
         self._db = open_sqlite(path, _SCHEMA)
         self._lock = threading.Lock()
+        # each scope's weights as last read, with when (see _stamp): every toolbox made or reset,
+        # and every gateway learning round, asks again, most often with nothing changed
+        self._weights: dict[str, tuple[tuple[int, int, int], dict[str, dict[str, float]]]] = {}
 
     def observe(
         self, index: Index, request: str | Query, called: Sequence[str], *, scope: str, caller: Caller = None
@@ -224,21 +231,39 @@ class Learned:
         return [str(r[0]) for r in rows]
 
     def weights(self, scope: str) -> dict[str, dict[str, float]]:
-        """``{tool: {word: weight now}}`` of ``scope``, each tool's ``cap`` heaviest words."""
+        """``{tool: {word: weight now}}`` of ``scope``, each tool's ``cap`` heaviest words. Read
+        again only once the store changed (a write by this or another process) or a ten
+        thousandth of a half-life went by (ageing changes a weight by 0.007 % in that time)."""
+        scope = check_text("scope", scope)
         now = float(self.clock())
         with self._lock:
+            stamp = self._stamp(now)
+            cached = self._weights.get(scope)
+            if cached is not None and cached[0] == stamp:
+                return {tool: dict(ws) for tool, ws in cached[1].items()}
             rows = self._db.execute(
-                "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word",
-                (check_text("scope", scope),),
+                "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word", (scope,)
             ).fetchall()
         found: dict[str, list[tuple[float, str]]] = {}
         for tool, word, score, updated in rows:
             weight = score * 0.5 ** (max(now - updated, 0.0) / self.half_life_s)
             found.setdefault(tool, []).append((weight, word))
-        return {
+        weights = {
             tool: {w: weight for weight, w in sorted(pairs, key=lambda p: (-p[0], p[1]))[: self.cap]}
             for tool, pairs in found.items()
         }
+        with self._lock:
+            if len(self._weights) >= WEIGHTS_KEPT and scope not in self._weights:
+                self._weights.pop(next(iter(self._weights)))
+            self._weights[scope] = (stamp, weights)
+        return {tool: dict(ws) for tool, ws in weights.items()}
+
+    def _stamp(self, now: float) -> tuple[int, int, int]:
+        """What a scope's weights read at ``now`` depend on besides the scope: the store's
+        content (``data_version`` moves when another connection commits, ``total_changes`` with
+        this one's writes) and the time, to a ten thousandth of a half-life."""
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        return version, self._db.total_changes, math.floor(now / (self.half_life_s * 1e-4))
 
     def texts(self, scope: str, index: Index | None = None) -> dict[str, str]:
         """Each tool's learned text in ``scope``: its words, heaviest first, each written its

@@ -233,7 +233,11 @@ class Toolbox:
 
     def _relearn(self) -> None:
         assert self.learned is not None and self.scope is not None
-        texts = self.learned.texts(self.scope, self.index)
+        try:
+            texts = self.learned.texts(self.scope, self.index)
+        except Exception:  # the store failed: the index in use stays, the next reset tries again
+            log.warning("learned texts of scope %r not read", self.scope, exc_info=True)
+            return
         if texts != self.index.learned:  # rebuilt from the index given, so sessions share copies
             base = self._base
             self.index = base if texts == base.learned else base.with_learned(texts)
@@ -247,7 +251,10 @@ class Toolbox:
             self._request, self._called = request, []
         if pending is not None and called:
             assert self.scope is not None
-            self.learned.observe(self.index, pending, called, scope=self.scope, caller=self._perms)
+            try:
+                self.learned.observe(self.index, pending, called, scope=self.scope, caller=self._perms)
+            except Exception:  # the store failed (locked, full): this event is lost, not the request
+                log.warning("learning from a request of scope %r not recorded", self.scope, exc_info=True)
 
     def _build_plan(self) -> Plan:
         positions = self._allowed_positions()
