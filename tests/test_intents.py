@@ -101,6 +101,22 @@ def test_only_the_first_distinct_clauses_are_ranked_on_their_own() -> None:
     assert [r[0][0] for r in found] == list(range(MAX_CLAUSES))
 
 
+def test_a_clause_only_a_core_tool_matches_is_no_intent() -> None:
+    """A core tool goes out whatever the request: a clause it alone matches ("help me") is no
+    evidence of a second intent, as it is none for the relevance gate."""
+    from toolsift.intents import rank_intents
+
+    tools = [
+        ts.Tool("help_desk", "Get help from the help desk", core=True),
+        ts.Tool("refund_order", "Refund an order"),
+        ts.Tool("track_parcel", "Track a parcel"),
+    ]
+    index = ts.Index(tools)
+    perms = ts.callers.perms_of(None)
+    assert rank_intents(index._lexical, "Refund my order, help me please", perms, 10, None) == []
+    assert len(rank_intents(index._lexical, "Refund my order, track my parcel", perms, 10, None)) == 2
+
+
 def test_a_request_of_one_intent_is_ranked_as_without_intents() -> None:
     single, split = ts.Index(TOOLS, intents=False), ts.Index(TOOLS)
     for request in [

@@ -18,6 +18,7 @@ Measured on BFCL (``python benches/intents.py``); the constants were chosen ther
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -112,9 +113,11 @@ def rank_intents(
     if len(found) < 2:
         return []
     rankings = []
+    core = lexical.core
     for clause in found:
         positions, scores = lexical.search(clause, perms, depth, scope)
-        probe = positions[:INTENT_PROBE].tolist()
+        # core tools, sent whatever the request, are no evidence of an intent (as for the gate)
+        probe = list(itertools.islice((p for p in positions.tolist() if not core.is_core(p)), INTENT_PROBE))
         if probe and max(lexical.evidence(clause, perms, probe)) >= INTENT_EVIDENCE:
             rankings.append((positions.tolist(), scores.tolist()))
     return rankings if len(rankings) >= 2 else []
