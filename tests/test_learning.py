@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -411,6 +412,14 @@ def test_weights_read_again_only_when_the_store_or_the_time_moved(tmp_path: Path
     assert set(mine.weights("s")["t"]) == {"queue", "topic"}
     now[0] = 1000.0  # a half-life later, nothing written: aged
     assert mine.weights("s")["t"]["queue"] == pytest.approx(0.5)
+    # this store's own writes update the tools they touch: the same as reading everything again
+    rng, fresh = random.Random(2), Learned(db, half_life_s=1000.0, clock=lambda: now[0])
+    mine.weights("s")
+    for _ in range(60):
+        mine.add("s", {f"t{rng.randrange(8)}": [f"w{rng.randrange(30)}" for _ in range(3)]})
+        kept = mine.weights("s")
+        fresh._weights.clear()
+        assert kept == fresh.weights("s") and list(kept) == list(fresh.weights("s"))
 
 
 def test_a_toolbox_sees_ageing_and_a_peers_words_at_its_next_reset(tmp_path: Path) -> None:

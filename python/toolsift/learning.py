@@ -79,6 +79,10 @@ _LEARN = """INSERT INTO learned (scope, tool, word, score, updated) VALUES (?1, 
         score = score * pow(0.5, max(excluded.updated - updated, 0.0) / ?5) + 1.0,
         updated = max(updated, excluded.updated)"""
 
+# the rows of the tools of ?2 (a JSON array) in scope ?1, as `weights` reads a whole scope's
+_TOOLS_ROWS = """SELECT tool, word, score, updated FROM learned
+    WHERE scope = ?1 AND tool IN (SELECT value FROM json_each(?2)) ORDER BY tool, word"""
+
 #: Scopes whose weights :class:`Learned` keeps as last read (the oldest dropped first).
 WEIGHTS_KEPT = 256
 
@@ -210,19 +214,25 @@ class Learned:
         if not rows:
             return
         keep = self.cap * KEPT_ROWS
+        event: dict[str, list[str]] = {}
+        for r in rows:
+            event.setdefault(r[1], []).append(r[2])
         with self._lock:
+            before = self._stamp(now)
             self._db.execute("BEGIN")  # one event, one transaction: all of its words or none
             try:
                 self._db.executemany(_LEARN, rows)
-                event: dict[str, list[str]] = {}
-                for r in rows:
-                    event.setdefault(r[1], []).append(r[2])
                 prune = [(scope, tool, now, self.half_life_s, keep, json.dumps(ws)) for tool, ws in event.items()]
                 self._db.executemany(_PRUNE, prune)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+            cached = self._weights.get(scope)
+            if cached is not None and cached[0] == before:  # only this write since: its tools read again
+                touched = self._db.execute(_TOOLS_ROWS, (scope, json.dumps(list(event)))).fetchall()
+                weights = {t: ws for t, ws in cached[1].items() if t not in event} | self._heaviest(touched, now)
+                self._weights[scope] = (self._stamp(now), dict(sorted(weights.items())))
 
     def scopes(self) -> list[str]:
         """Every scope that holds learned words, sorted."""
@@ -244,19 +254,24 @@ class Learned:
             rows = self._db.execute(
                 "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word", (scope,)
             ).fetchall()
-        found: dict[str, list[tuple[float, str]]] = {}
-        for tool, word, score, updated in rows:
-            weight = score * 0.5 ** (max(now - updated, 0.0) / self.half_life_s)
-            found.setdefault(tool, []).append((weight, word))
-        weights = {
-            tool: {w: weight for weight, w in sorted(pairs, key=lambda p: (-p[0], p[1]))[: self.cap]}
-            for tool, pairs in found.items()
-        }
+        weights = self._heaviest(rows, now)
         with self._lock:
             if len(self._weights) >= WEIGHTS_KEPT and scope not in self._weights:
                 self._weights.pop(next(iter(self._weights)))
             self._weights[scope] = (stamp, weights)
         return {tool: dict(ws) for tool, ws in weights.items()}
+
+    def _heaviest(self, rows: list[tuple[str, str, float, float]], now: float) -> dict[str, dict[str, float]]:
+        """Each tool's ``cap`` heaviest words at ``now`` of ``rows`` (tool, word, score, updated),
+        heaviest first, then by word; tools in the order of ``rows``."""
+        found: dict[str, list[tuple[float, str]]] = {}
+        for tool, word, score, updated in rows:
+            weight = score * 0.5 ** (max(now - updated, 0.0) / self.half_life_s)
+            found.setdefault(tool, []).append((weight, word))
+        return {
+            tool: {w: weight for weight, w in sorted(pairs, key=lambda p: (-p[0], p[1]))[: self.cap]}
+            for tool, pairs in found.items()
+        }
 
     def _stamp(self, now: float) -> tuple[int, int, int]:
         """What a scope's weights read at ``now`` depend on besides the scope: the store's
