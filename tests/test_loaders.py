@@ -273,7 +273,7 @@ def test_names_and_permissions_are_kept_as_plain_strings() -> None:
 
 
 def test_fields_a_tool_does_not_keep_are_reported_not_dropped_silently(caplog: pytest.LogCaptureFixture) -> None:
-    openai = [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": True}}]
+    openai = [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "x_vendor": True}}]
     anthropic = [{"name": "b", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]
     mcp = [{"name": "c", "inputSchema": {"type": "object"}, "_meta": {"x": 1}, "icons": [], "title": "C"}]
     with caplog.at_level("WARNING", logger="toolsift"):
@@ -283,8 +283,35 @@ def test_fields_a_tool_does_not_keep_are_reported_not_dropped_silently(caplog: p
         ts.Catalog.from_mcp([{"name": "d", "inputSchema": {"type": "object"}, "annotations": {"title": "D"}}])
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 3
-    assert "function.strict (1)" in said[0] and "cache_control (1)" in said[1]
+    assert "function.x_vendor (1)" in said[0] and "cache_control (1)" in said[1]
     assert "_meta (1), icons (1)" in said[2] and "title" not in said[2]
+
+
+def test_strict_is_kept_and_emitted_to_openai_and_anthropic(caplog: pytest.LogCaptureFixture) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    schema["additionalProperties"] = False
+    chat = [{"type": "function", "function": {"name": "find", "parameters": schema, "strict": True}}]
+    flat = [{"type": "function", "name": "find", "parameters": schema, "strict": True}]  # Responses API
+    claude = [{"name": "find", "input_schema": schema, "strict": False}]
+    with caplog.at_level("WARNING", logger="toolsift"):
+        loaded = [
+            ts.Catalog.from_openai(chat)[0],
+            ts.Catalog.from_openai(flat)[0],
+            ts.Catalog.from_anthropic(claude)[0],
+        ]
+    assert not caplog.records  # nothing left unread
+    assert [t.strict for t in loaded] == [True, True, False]
+    assert ts.to_openai(loaded[:1])[0]["function"]["strict"] is True
+    assert ts.to_anthropic(loaded[2:])[0]["strict"] is False
+    plain = ts.Tool("find", "", schema)
+    assert "strict" not in ts.to_openai([plain])[0]["function"] and "strict" not in ts.to_anthropic([plain])[0]
+    assert "strict" not in ts.to_mcp(loaded)[0]
+    assert ts.Tool.from_dict(json.loads(loaded[0].to_json())) == loaded[0]
+    with pytest.raises(InvalidToolTypeError, match="strict must be") as e:
+        ts.Tool("t", strict="yes")  # type: ignore[arg-type]
+    assert (e.value.tool, e.value.field) == ("t", "strict")
+    with pytest.raises(CatalogFormatError, match="'strict' must be a bool"):
+        ts.Catalog.from_openai([{"type": "function", "function": {"name": "x", "strict": 1}}])
 
 
 def test_an_mcp_title_and_output_schema_are_kept_and_served_in_mcp_output_only(tmp_path: Path) -> None:

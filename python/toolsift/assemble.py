@@ -22,11 +22,12 @@ if TYPE_CHECKING:
     # installed SDK (without it, a type checker sees these as Any); plain dicts at run time.
     from anthropic.types import ToolParam
     from openai.types.chat import ChatCompletionFunctionToolParam
+    from openai.types.shared_params import FunctionDefinition
 
     OpenAITool = ChatCompletionFunctionToolParam
     AnthropicTool = ToolParam
 else:
-    OpenAITool = AnthropicTool = dict
+    OpenAITool = AnthropicTool = FunctionDefinition = dict
 
 
 def default_token_count(definition: Any) -> int:
@@ -62,17 +63,17 @@ def to_openai(tools: Iterable[Tool]) -> list[OpenAITool]:
     """OpenAI Chat Completions ``tools`` entries (typed as the ``openai`` SDK's
     ``ChatCompletionFunctionToolParam``). A name OpenAI refuses (see :data:`NAME_RULES`) raises
     :class:`~toolsift.errors.InvalidToolError` naming the tool."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": _named_for("OpenAI", t),
-                "description": t.description,
-                "parameters": cast(dict[str, object], json_copy(t.parameters, t.name)),
-            },
+    out: list[OpenAITool] = []
+    for t in tools:
+        function: FunctionDefinition = {
+            "name": _named_for("OpenAI", t),
+            "description": t.description,
+            "parameters": cast(dict[str, object], json_copy(t.parameters, t.name)),
         }
-        for t in tools
-    ]
+        if t.strict is not None:
+            function["strict"] = t.strict
+        out.append({"type": "function", "function": function})
+    return out
 
 
 def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[AnthropicTool]:
@@ -88,6 +89,8 @@ def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[An
             "description": t.description,
             "input_schema": schema,
         }
+        if t.strict is not None:
+            entry["strict"] = t.strict
         if t.name in deferred:
             entry["defer_loading"] = True
         out.append(entry)

@@ -2,9 +2,9 @@
 
 Each loader returns tools in input order and raises :class:`~toolsift.errors.CatalogFormatError`
 (naming the item and field) for input of the wrong shape; nothing is skipped silently: a tool keeps
-its name, description, schema and (MCP) title, output schema and annotations, and the fields of an
-item it does not keep (OpenAI ``strict``, Anthropic ``cache_control``, MCP ``_meta``, ...) are logged
-as a warning,
+its name, description, schema, OpenAI's and Anthropic's ``strict``, and MCP's title, output schema
+and annotations, and the fields of an item it does not keep (Anthropic ``cache_control``, MCP
+``_meta``, ...) are logged as a warning,
 since the definitions toolsift emits will not have them. Every loader takes two options for what
 those formats cannot carry:
 
@@ -107,34 +107,50 @@ def _openai_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     if item.get("type", "function") != "function":
         raise CatalogFormatError(f"item {i} is a {item.get('type')!r} tool, not a function", tool=f"#{i}", field="type")
     fn = _field(item, "function", i, Mapping) or item  # Chat Completions nests; Responses API is flat
-    return {
-        "name": _field(fn, "name", i, str),
-        "description": _field(fn, "description", i, str, ""),
-        "parameters": _field(fn, "parameters", i, Mapping, {"type": "object", "properties": {}}),
-    }
+    return _strict(
+        {
+            "name": _field(fn, "name", i, str),
+            "description": _field(fn, "description", i, str, ""),
+            "parameters": _field(fn, "parameters", i, Mapping, {"type": "object", "properties": {}}),
+        },
+        fn,
+        i,
+    )
 
 
 def _anthropic_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     if "input_schema" not in item:
         kind = item.get("type", "unknown")
         raise CatalogFormatError(f"item {i} ({kind!r}) has no 'input_schema'", tool=f"#{i}", field="input_schema")
-    return {
-        "name": _field(item, "name", i, str),
-        "description": _field(item, "description", i, str, ""),
-        "parameters": _field(item, "input_schema", i, Mapping),
-    }
+    return _strict(
+        {
+            "name": _field(item, "name", i, str),
+            "description": _field(item, "description", i, str, ""),
+            "parameters": _field(item, "input_schema", i, Mapping),
+        },
+        item,
+        i,
+    )
+
+
+def _strict(spec: dict[str, Any], item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """``spec`` with the item's ``strict`` flag, when it has one."""
+    strict = _field(item, "strict", i, bool, None)
+    if strict is not None:
+        spec["strict"] = strict
+    return spec
 
 
 #: The keys of each shape's items that toolsift reads (the rest are reported, see :func:`_unread`).
 _MCP_KEYS = frozenset({"name", "title", "description", "inputSchema", "outputSchema", "annotations"})
-_OPENAI_KEYS = frozenset({"type", "function", "name", "description", "parameters"})
-_OPENAI_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
-_ANTHROPIC_KEYS = frozenset({"type", "name", "description", "input_schema"})
+_OPENAI_KEYS = frozenset({"type", "function", "name", "description", "parameters", "strict"})
+_OPENAI_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
+_ANTHROPIC_KEYS = frozenset({"type", "name", "description", "input_schema", "strict"})
 
 
 def _unread(item: Mapping[str, Any]) -> list[str]:
     """The keys of an MCP, OpenAI or Anthropic item that toolsift does not keep, so never emits
-    (OpenAI ``strict``, Anthropic ``cache_control``, MCP ``_meta``...); toolsift's own form
+    (Anthropic ``cache_control``, MCP ``_meta``...); toolsift's own form
     refuses unknown keys instead."""
     if item.get("type") == "function" or "function" in item:
         fn = item.get("function")

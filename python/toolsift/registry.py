@@ -148,6 +148,8 @@ class Tool:
             ``cost_tokens`` (clients show it to people, not to the model).
         output_schema: MCP ``outputSchema``, the JSON schema (an object schema) of the tool's
             structured result, passed through to MCP output; neither indexed nor counted.
+        strict: OpenAI's and Anthropic's ``strict`` (the model's arguments always match the
+            schema, which must then meet their rules), passed through to their output when set.
     """
 
     name: str
@@ -161,6 +163,7 @@ class Tool:
     annotations: Mapping[str, Any] | None = None
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
+    strict: bool | None = None
 
     def __post_init__(self) -> None:
         name = _check_name(self.name)
@@ -206,6 +209,8 @@ class Tool:
             put(self, "title", str.__str__(check_tool_text(name, "title", self.title)))
         if self.output_schema is not None:
             put(self, "output_schema", _check_schema(name, self.output_schema, "output_schema"))
+        if self.strict is not None and not isinstance(self.strict, bool):
+            raise InvalidToolTypeError("strict must be True, False or None", tool=name, field="strict")
 
     def __hash__(self) -> int:
         return hash(("Tool", self.name))
