@@ -16,7 +16,7 @@ import pytest
 import toolsift as ts
 from helpers import AGENT
 from toolsift import _core, snapshot
-from toolsift.errors import SnapshotError
+from toolsift.errors import InvalidParameterError, SnapshotError
 
 QUERIES = ["refund the payment of this order", "where is my order shipping status", "delete account", ""]
 
@@ -86,6 +86,28 @@ def test_a_hybrid_index_keeps_its_vectors(tmp_path: Path) -> None:
     back = ts.Index.load(tmp_path / "h.tsidx", embedder=ConceptEmbedder())
     assert back.search("acquire something", k=3) == idx.search("acquire something", k=3)
     assert ts.Index.load(tmp_path / "h.tsidx").search("acquire something") == []  # no embedder: lexical only
+
+
+def test_an_index_loaded_with_another_embedder_is_refused_at_load(tmp_path: Path) -> None:
+    """Before, another size loaded and then failed every query; another model of the same size
+    loaded and ranked by vectors unrelated to the queries'."""
+    from test_dense import TOOLS, ConceptEmbedder
+
+    class Other:  # the same size, another model
+        def embed(self, texts: list[str]) -> np.ndarray:
+            rows = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(64) for t in texts]
+            return np.array(rows, dtype=np.float32).reshape(len(texts), 64)
+
+    class Wider(Other):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.tile(super().embed(texts), 2)
+
+    ts.Index(TOOLS, embedder=ConceptEmbedder()).save(tmp_path / "h.tsidx")
+    assert ConceptEmbedder().embed(["x"]).shape[1] == Other().embed(["x"]).shape[1]
+    with pytest.raises(InvalidParameterError, match="does not give the vectors the index was built with"):
+        ts.Index.load(tmp_path / "h.tsidx", embedder=Other())
+    with pytest.raises(InvalidParameterError, match="the embedder gives 128-number vectors, the index holds 64"):
+        ts.Index.load(tmp_path / "h.tsidx", embedder=Wider())
 
 
 def corruptions(good: bytes) -> dict[str, bytes]:

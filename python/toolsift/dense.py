@@ -178,6 +178,31 @@ def embed_tools(
     return np.concatenate(rows)
 
 
+#: The least cosine between a stored tool vector and the one the embedder gives for it again
+#: for the embedder to count as the one the vectors were made with (the same model on another
+#: machine or runtime differs in float rounding only).
+SAME_EMBEDDER = 0.99
+
+
+def check_embedder(embedder: Embedder, text: str, name: str, stored: Vectors) -> None:
+    """Refuses ``embedder`` (:class:`~toolsift.errors.InvalidParameterError`) unless it embeds
+    ``text``, tool ``name``'s dense text, as ``stored``, the vector saved for it: of another size
+    every query would fail, of another model the stored vectors would be compared with query
+    vectors they have nothing in common with."""
+    again = embed_tools(embedder, [text], [name])[0]
+    if again.shape != stored.shape:
+        raise InvalidParameterError(
+            f"the embedder gives {again.shape[0]}-number vectors, the index holds {stored.shape[0]}: "
+            "load it with the embedder it was built with"
+        )
+    cosine = float(np.dot(again, stored))
+    if cosine < SAME_EMBEDDER:
+        raise InvalidParameterError(
+            f"the embedder does not give the vectors the index was built with (cosine {cosine:.3f} for "
+            f"tool {name!r}): load it with the embedder it was built with"
+        )
+
+
 #: An unfiltered graph search for a caller allowed a share ``s`` of the tools asks for
 #: ``k * OVERFETCH / s + OVERFETCH_SLACK`` neighbours and keeps the allowed ones, when that is at
 #: most twice the search beam; otherwise the graph search filters each candidate through a

@@ -25,7 +25,7 @@ import numpy as np
 from ._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
 from .arguments import check_queries, count, evidence_floor, flag, limit, query_parts, tool_names
 from .callers import WITHHELD, Caller, Masks, Perms, perms_of
-from .dense import DenseIndex, Embedder
+from .dense import DenseIndex, Embedder, check_embedder
 from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolError
 from .fusion import DEFAULT_ALPHA, Reranker
 from .groups import Grouping, Groups, group_function, groups_arg
@@ -41,6 +41,7 @@ from .results import Hit, Packed, Selection
 from .scan import Finding
 from .snapshot import save as save_file
 from .tenancy import TENANT_CACHE_BYTES, Tenants
+from .text import dense_text
 
 __all__ = ["Caller", "Hit", "Index"]
 
@@ -298,10 +299,15 @@ class Index:
         :class:`Index` (a function is not saved: give it again); ``min_evidence`` and ``intents``
         override the file's relevance gate (``None``: off) and intent ranking (``...``: the
         file's). ``progress`` is as for :class:`Index`: a file saved without vectors is embedded
-        when an ``embedder`` is given.
+        when an ``embedder`` is given. An ``embedder`` that does not give the stored vectors (its
+        vector of the first tool, embedded again: one embedding) raises
+        :class:`~toolsift.errors.InvalidParameterError`.
         """
         started = time.perf_counter()
         parts, options = read(path, vectors=embedder is not None)
+        if embedder is not None and parts.vectors is not None and len(parts.vectors):
+            first = parts.tools[0]  # one embedding: the cost of knowing the vectors fit
+            check_embedder(embedder, dense_text(first), first.name, parts.vectors[0])
         index = cls.__new__(cls)  # opened on what the file holds, as __init__ opens a catalog's
         index._open(
             parts,
