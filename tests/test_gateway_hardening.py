@@ -211,6 +211,36 @@ def test_an_upstream_that_never_answers_initialize_is_restarted() -> None:
     assert upstream.restarts >= 2 and "initialize" in (upstream.last_error or "")
 
 
+def test_each_http_connection_closes_its_http_client(weather_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK leaves an HTTP client it is given open; the upstream makes one per connection, so
+    every reconnection left one behind, its connections and sockets with it."""
+    import httpx2
+
+    made: list[Any] = []
+
+    class Recorded(httpx2.AsyncClient):  # the real client, counted
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(httpx2, "AsyncClient", Recorded)
+    listings: list[list[str]] = []
+
+    async def listed(server: str, tools: list[Any]) -> None:
+        listings.append([t.name for t in tools])
+
+    upstream = Upstream(ServerConfig("weather", url=weather_url), listed)
+
+    async def scenario() -> None:
+        for _ in range(2):  # two connections, one after the other
+            async with upstream._connect() as client:
+                assert (await client.list_tools()).tools
+            assert made[-1].is_closed
+
+    anyio.run(scenario)
+    assert len(made) == 2 and all(c.is_closed for c in made)
+
+
 # -- 11. a gateway reached by name answers its clients ---------------------------------------------
 def test_allowed_hosts_let_clients_reach_the_gateway_by_name(weather_url: str, tmp_path: Path) -> None:
     text = config_text(weather_url, tmp_path, allowed_hosts=["gateway.internal:*"])

@@ -91,7 +91,7 @@ class Upstream:
             from mcp.client.streamable_http import streamable_http_client
 
             http = httpx2.AsyncClient(headers=dict(c.headers), timeout=httpx2.Timeout(LIST_TIMEOUT, read=300.0))
-            return Client(streamable_http_client(c.url, http_client=http), **options)
+            return _closing(http, Client(streamable_http_client(c.url, http_client=http), **options))
         assert c.command is not None
         params = StdioServerParameters(command=c.command, args=list(c.args), env=dict(c.env or {}), cwd=c.cwd)
         return Client(_lenient(stdio_client(params)), **options)
@@ -292,3 +292,12 @@ def _describe(e: BaseException) -> str:
         return "; ".join(_describe(x) for x in inner)
     text = str(e) or type(e).__name__
     return f"{type(e).__name__}: {text}" if str(e) else text
+
+
+@asynccontextmanager
+async def _closing(http: Any, client: Client) -> AsyncIterator[Client]:
+    """``client``, then ``http``, its HTTP client, closed when the session ends: the SDK leaves a
+    client it was given open, and each reconnection makes a new one (its connections and sockets
+    would stay behind)."""
+    async with http, client as entered:
+        yield entered
