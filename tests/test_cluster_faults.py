@@ -151,6 +151,14 @@ class Drained:
     def count(self, pattern: str) -> int:
         return sum(1 for line in list(self.lines) if re.search(pattern, line))
 
+    def wait_for(self, check: Any, timeout: float) -> None:
+        """:func:`wait_for`, failing with the process's last lines (what the replicas said)."""
+        try:
+            wait_for(check, timeout=timeout)
+        except AssertionError:
+            tail = "".join(list(self.lines)[-40:])
+            raise AssertionError(f"timed out after {timeout:g} s; the gateway's last lines:\n{tail}") from None
+
 
 def write_config(tmp_path: Path, redis_url: str, files: str, weather: str, port: int) -> Path:
     path = tmp_path / "gateway.toml"
@@ -196,7 +204,7 @@ def replicas_on_one_port(
     proc = serve("--config", str(config), "--replicas", "3")
     out = Drained(proc)
     try:
-        wait_for(lambda: out.count(r"serving http://") == 3, timeout=60)
+        out.wait_for(lambda: out.count(r"serving http://") == 3, timeout=60)
         wait_for(lambda: all(serving([port]) for _ in range(6)), timeout=30)
         yield port, out
     finally:
@@ -224,7 +232,7 @@ def test_a_replica_killed_mid_load_loses_only_its_requests_in_flight(
     assert all(e[1] >= killed_at for e in load.errors)
     counted = calls_in_redis(redis_server.url)
     assert load.ok_calls <= counted <= load.ok_calls + len(load.errors)  # no answered call lost
-    wait_for(lambda: out.count(r"replica 1 exited") == 1 and out.count(r"replica 1 pid") == 2, timeout=30)
+    out.wait_for(lambda: out.count(r"replica 1 exited") == 1 and out.count(r"replica 1 pid") == 2, timeout=30)
     print(
         f"\nkill: requests sent {load.sent}, faults injected 1 (SIGKILL), errors seen {len(load.errors)}, "
         f"answered calls {load.ok_calls}, counted {counted}, calls lost 0"
