@@ -278,12 +278,8 @@ class DenseIndex:
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def search(
-        self, query: Vectors, k: int, allowed: np.ndarray | None = None, *, exact: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first; with
-        ``exact``, never from the graph (whose neighbours, and so whose answers, depend on every
-        tool in it, allowed or not)."""
+    def search(self, query: Vectors, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first."""
         k = count("k", k)
         q = unit_rows(query, "query vector")[0]
         if not len(self):  # an empty catalog: nothing to find, whatever the embedder said its size is
@@ -299,7 +295,7 @@ class DenseIndex:
         k = min(k, n_allowed)
         if k <= 0:
             return np.zeros(0, np.uint32), np.zeros(0, np.float32)
-        if self.graph is not None and not exact and n_allowed >= self.exact_fraction * len(self):
+        if self.graph is not None and n_allowed >= self.exact_fraction * len(self):
             points, wanted, n_points = allowed, k, n_allowed
             if self._point_of is not None:  # the points holding an allowed tool
                 if allowed is None:

@@ -44,7 +44,7 @@ class Hybrid:
     hook and the ``depth`` of candidates taken from each side. Without ``vectors`` the tools are
     embedded, reporting to ``progress`` (see :func:`~toolsift.dense.embed_tools`); with ``dense``
     (an index built with the same options on these vectors) that one is used; without ``graph``
-    (per-caller statistics, where every dense search is exact) none is built.
+    (per-caller statistics) none is built, so every dense search is exact.
 
     The vectors of the last :data:`QUERY_CACHE` query texts are kept: a conversation's query
     holds every earlier user message (:meth:`~toolsift.query.Query.from_messages`), so without
@@ -80,7 +80,8 @@ class Hybrid:
             if vectors is None:
                 vectors = embed_tools(embedder, [dense_text(t) for t in tools], names, progress)
             options = dict(dense_options or {})
-            if not graph:  # every search exact (tenant isolation): a graph would go unused
+            if not graph:  # tenant isolation: an approximate search of a graph holding the tools a
+                # caller may not use depends on them; an exact one equals that of its tools alone
                 options["exact_below"] = EXACT_ALWAYS
             self.dense = DenseIndex(vectors, **options)
         self._queries: OrderedDict[tuple[object, str], np.ndarray] = OrderedDict()
@@ -131,9 +132,7 @@ class Hybrid:
             combined = (np.asarray(weights, dtype=np.float32)[:, None] * vectors).sum(axis=0)
             if np.any(combined):
                 allowed = lexical.core.allowed_mask(lexical.scoped(perms, scope))
-                # tenant isolation: an approximate graph search depends on the tools the caller may
-                # not use (the graph holds them); an exact one equals that of its tools alone
-                dense = self.dense.search(combined, depth, allowed, exact=lexical.tenants is not None)
+                dense = self.dense.search(combined, depth, allowed)
                 positions, scores = fuse_arrays((positions, scores), dense, self.alpha)
         ranked = zip(positions[:depth].tolist(), scores[:depth].tolist(), strict=True)
         hits = [Hit(tools[i], i, s) for i, s in ranked]

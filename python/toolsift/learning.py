@@ -218,7 +218,7 @@ class Learned:
         for r in rows:
             event.setdefault(r[1], []).append(r[2])
         with self._lock:
-            before = self._stamp(now)
+            before = self._stamp(now) if scope in self._weights else None
             self._db.execute("BEGIN")  # one event, one transaction: all of its words or none
             try:
                 self._db.executemany(_LEARN, rows)

@@ -31,7 +31,8 @@ import numpy as np
 from . import _core
 from ._atomic import write_atomic
 from .callers import WITHHELD
-from .errors import SnapshotError, ToolsiftError
+from .errors import InvalidParameterError, SnapshotError, ToolsiftError
+from .query import check_text
 from .registry import Tool, json_lines
 from .text import FIELDS
 
@@ -315,14 +316,6 @@ def _same_f32(value: object, stored: float) -> bool:
         return False
 
 
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _options(options: object, core: _core.Index, by_name: Mapping[str, int]) -> Options:
     names = ("alpha", "depth", "statistics", "scoring", "min_evidence", "intents", "learned")
     if type(options) is not dict or set(options) != set(names):
@@ -330,9 +323,11 @@ def _options(options: object, core: _core.Index, by_name: Mapping[str, int]) -> 
     alpha, depth, statistics, scoring, min_evidence, intents, learned = (options[k] for k in names)
     if type(learned) is not dict or not all(type(k) is str and type(v) is str and v for k, v in learned.items()):
         raise SnapshotError("option learned must map tool names to non-empty texts")
-    broken = next((k for k, v in learned.items() if not _is_text(v)), None)
-    if broken is not None:  # a lone surrogate: the core reads UTF-8 only
-        raise SnapshotError(f"option learned holds a text for {broken!r} that is not Unicode text")
+    for tool, text in learned.items():  # a lone surrogate: the core reads UTF-8 only
+        try:
+            check_text(f"option learned's text for {tool!r}", text)
+        except InvalidParameterError as e:
+            raise SnapshotError(str(e)) from None
     unknown = next((k for k in learned if k not in by_name), None)
     if unknown is not None:
         raise SnapshotError(f"option learned names the tool {unknown!r}, which the file does not hold")
