@@ -18,6 +18,7 @@ Two stores hold the same counts under the same rules (:class:`Usage` is what bot
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sqlite3
@@ -73,7 +74,7 @@ def _pow(base: float, exponent: float) -> float:
 
 
 def _connect(path: str | Path, read_only: bool) -> sqlite3.Connection:
-    return open_sqlite(path, _SCHEMA, read_only="usage" if read_only else None)
+    return open_sqlite(path, _SCHEMA, read_only=read_only)
 
 
 #: The tables of toolsift's stores (:class:`UsageStore`, :class:`~toolsift.Learned`), which may
@@ -85,6 +86,7 @@ def _columns(db: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
     return [(str(r[1]), str(r[2]).upper()) for r in db.execute(f"PRAGMA table_info({table})")]
 
 
+@functools.cache
 def _expected(schema: str) -> tuple[str, list[tuple[str, str]]]:
     """The table ``schema`` creates and its columns (name, type)."""
     with sqlite3.connect(":memory:") as db:
@@ -93,17 +95,21 @@ def _expected(schema: str) -> tuple[str, list[tuple[str, str]]]:
         return str(table), _columns(db, table)
 
 
-def _check_tables(db: sqlite3.Connection, table: str, columns: list[tuple[str, str]], path: str) -> None:
-    """Refuses another program's database (tables, none of toolsift's) and a ``table`` of other
-    columns, before anything is written to the file."""
+def _check_tables(db: sqlite3.Connection, schema: str, path: str, *, required: bool) -> None:
+    """Refuses another program's database (tables, none of toolsift's), a table of ``schema``'s
+    name with other columns and, when ``required``, a file without it, before anything is
+    written to the file."""
+    table, columns = _expected(schema)
     tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if required and table not in tables:
+        raise StoreFormatError(f"the file has no {table} table", path=path)
     if tables and not tables & STORE_TABLES:
         raise StoreFormatError(f"the file holds another program's tables ({', '.join(sorted(tables)[:5])})", path=path)
     if table in tables and _columns(db, table) != columns:
         raise StoreFormatError(f"its {table} table is not toolsift's (other columns)", path=path)
 
 
-def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) -> sqlite3.Connection:
+def open_sqlite(path: str | Path, schema: str, *, read_only: bool = False) -> sqlite3.Connection:
     """A connection to the SQLite database at ``path`` for decayed counts (``pow`` defined, WAL
     mode for a file, autocommit), with the table of ``schema`` created if missing; or, with
     ``read_only``, a connection that writes nothing to an existing file that must hold that
@@ -112,12 +118,12 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) 
     :class:`~toolsift.errors.StoreFormatError` before anything is written to it."""
     if sqlite3.sqlite_version_info < (3, 24, 0):
         raise ToolsiftError(f"toolsift needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
-    if read_only is not None and (str(path) == ":memory:" or not Path(path).is_file()):
+    if read_only and (str(path) == ":memory:" or not Path(path).is_file()):
         raise StoreFormatError("no such store file to read", path=str(path))
-    target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only is not None else str(path)
+    target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only else str(path)
     try:
         db = sqlite3.connect(
-            target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=read_only is not None
+            target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=read_only
         )
     except sqlite3.Error as e:
         raise StoreFormatError(f"cannot open the store ({e})", path=str(path)) from None
@@ -125,18 +131,12 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) 
         # SQLite has pow() only when built with its math functions: the same one everywhere,
         # called from inside the statement (so still atomic)
         db.create_function("pow", 2, _pow, deterministic=True)
-        table, columns = _expected(schema)
-        if read_only is not None:
-            found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (read_only,))
-            if found.fetchone() is None:
-                db.close()
-                raise StoreFormatError(f"the file has no {read_only} table", path=str(path))
         try:
-            _check_tables(db, table, columns, str(path))
+            _check_tables(db, schema, str(path), required=read_only)
         except StoreFormatError:
             db.close()
             raise
-        if read_only is not None:
+        if read_only:
             return db
         if str(path) != ":memory:":
             db.execute("PRAGMA journal_mode=WAL")
@@ -146,7 +146,7 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: str | None = None) 
         db.close()
         if "locked" in str(e) or "busy" in str(e):
             raise  # another process held it past the busy timeout: not the file's fault
-        if read_only is not None and "readonly" in str(e):  # WAL: its -shm file cannot be made
+        if read_only and "readonly" in str(e):  # WAL: its -shm file cannot be made
             raise StoreFormatError(
                 f"cannot read the store in a folder this process may not write to ({e}): SQLite "
                 "needs a shared-memory file beside a store in WAL mode",
