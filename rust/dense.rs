@@ -25,24 +25,39 @@ pub fn dot_rows(matrix: &[f32], query: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// The `k` best of `scores` (one per row) among the rows `allowed` marks (every row without a
-/// mask): `(row numbers, scores)` in the one ranking order ([`Hit::rank_cmp`]: highest first,
-/// ties by row number); a NaN score ranks lowest. `allowed`, when given, has one entry per
-/// score.
-pub fn best_rows(scores: Vec<f32>, k: usize, allowed: Option<&[bool]>) -> (Vec<u32>, Vec<f32>) {
-    let mut found: Vec<Hit> = scores
-        .into_iter()
-        .enumerate()
-        .filter(|&(row, _)| allowed.is_none_or(|a| a[row]))
-        .map(|(row, score)| Hit {
-            doc: row as u32,
-            // -0.0 ties with 0.0, and a NaN sorts below every number (the total order puts a
-            // NaN with its sign bit set lowest)
-            score: if score.is_nan() {
-                -f32::NAN
+/// The `k` rows of `matrix` (rows of `query.len()` numbers; `rows` of them, which an empty
+/// query needs) nearest `query` among those `allowed` marks (every row without a mask):
+/// `(row numbers, scores)` in the one ranking order ([`Hit::rank_cmp`]: highest first, ties by
+/// row number); a NaN score ranks lowest. A row's score is [`dot_rows`]'s. Only allowed rows
+/// are read: the product is bound by memory bandwidth at catalog scale (50,000 rows of 384
+/// numbers are 77 MB), so a caller allowed a fifth of them pays about a fifth of the time.
+/// `allowed`, when given, has one entry per row.
+pub fn best_rows(
+    matrix: &[f32],
+    query: &[f32],
+    rows: usize,
+    k: usize,
+    allowed: Option<&[bool]>,
+) -> (Vec<u32>, Vec<f32>) {
+    let dim = query.len();
+    let mut found: Vec<Hit> = (0..rows)
+        .filter(|&row| allowed.is_none_or(|a| a[row]))
+        .map(|row| {
+            let score = if dim == 0 {
+                0.0
             } else {
-                score + 0.0
-            },
+                dot(&matrix[row * dim..(row + 1) * dim], query)
+            };
+            Hit {
+                doc: row as u32,
+                // -0.0 ties with 0.0, and a NaN sorts below every number (the total order puts
+                // a NaN with its sign bit set lowest)
+                score: if score.is_nan() {
+                    -f32::NAN
+                } else {
+                    score + 0.0
+                },
+            }
         })
         .collect();
     if k == 0 {
@@ -90,20 +105,31 @@ mod tests {
 
     #[test]
     fn best_rows_keeps_the_best_allowed_rows_ties_by_row() {
-        let scores = || vec![1.0, 3.0, 3.0, 0.0, 3.0, 2.0, f32::NAN];
-        assert_eq!(
-            best_rows(scores(), 3, None),
-            (vec![1, 2, 4], vec![3.0, 3.0, 3.0])
-        );
+        // one-number rows: a row's score is its number (the query is [1])
+        let rows = [1.0, 3.0, 3.0, 0.0, 3.0, 2.0, f32::NAN];
+        let best = |k, allowed| best_rows(&rows, &[1.0], rows.len(), k, allowed);
+        assert_eq!(best(3, None), (vec![1, 2, 4], vec![3.0, 3.0, 3.0]));
         let allowed = [true, false, true, true, false, true, true];
+        assert_eq!(best(2, Some(&allowed)), (vec![2, 5], vec![3.0, 2.0]));
+        assert_eq!(best(9, Some(&allowed)).0, vec![2, 5, 0, 3, 6]);
+        assert!(best(0, None).0.is_empty());
+    }
+
+    #[test]
+    fn best_rows_scores_as_dot_rows_does_and_an_empty_query_scores_zero() {
+        let query: Vec<f32> = (0..19).map(|i| (i as f32 * 0.37).sin()).collect();
+        let matrix: Vec<f32> = (0..19 * 40).map(|i| (i as f32 * 0.11).cos()).collect();
+        let all = dot_rows(&matrix, &query);
+        let allowed: Vec<bool> = (0..40).map(|r| r % 3 != 0).collect();
+        let (ids, scores) = best_rows(&matrix, &query, 40, 40, Some(&allowed));
+        assert_eq!(ids.len(), allowed.iter().filter(|&&a| a).count());
+        for (id, score) in ids.iter().zip(&scores) {
+            assert!(allowed[*id as usize]);
+            assert_eq!(score.to_bits(), (all[*id as usize] + 0.0).to_bits());
+        }
         assert_eq!(
-            best_rows(scores(), 2, Some(&allowed)),
-            (vec![2, 5], vec![3.0, 2.0])
+            best_rows(&[], &[], 3, 2, None),
+            (vec![0, 1], vec![0.0, 0.0])
         );
-        assert_eq!(
-            best_rows(scores(), 9, Some(&allowed)).0,
-            vec![2, 5, 0, 3, 6]
-        );
-        assert!(best_rows(scores(), 0, None).0.is_empty());
     }
 }

@@ -84,6 +84,30 @@ def test_filtered_graph_search_returns_k_allowed_tools_like_brute_force() -> Non
             assert len(set(got.tolist()) & set(want.tolist())) >= 9
 
 
+def test_a_caller_allowed_fewer_tools_than_exact_below_gets_the_exact_answer() -> None:
+    """A large catalog's graph is not searched for a caller allowed few tools: a filtered graph
+    search misses more the fewer it may use, and an exact search reads only its tools' rows."""
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(400, 16)).astype(np.float32)
+    exact = DenseIndex(vectors, exact_below=10**9)
+    coarse = {"M": 2, "ef_construction": 2, "ef": 1}  # a poor graph: it misses where it is searched
+    by_count = DenseIndex(vectors, exact_below=100, exact_fraction=0.0, **coarse)
+    by_share = DenseIndex(vectors, exact_below=0, exact_fraction=0.3, **coarse)
+    assert by_count.graph is not None and by_share.graph is not None
+    allowed = rng.random(400) < 0.2  # about 80 tools: under 100, and under 30 %
+    queries = rng.normal(size=(40, 16)).astype(np.float32)
+    for index in (by_count, by_share):
+        for q in queries:
+            got, want = index.search(q, 10, allowed), exact.search(q, 10, allowed)
+            assert got[0].tolist() == want[0].tolist() and np.array_equal(got[1], want[1])
+    # the same poor graph, searched for every caller, misses; where hnswlib finds fewer than k
+    # (it raised RuntimeError), the search is answered exactly
+    graph = DenseIndex(vectors, exact_below=0, exact_fraction=0.0, **coarse)
+    found = [graph.search(q, 10, allowed)[0] for q in queries]
+    assert all(len(f) == 10 and allowed[f].all() for f in found)
+    assert any(f.tolist() != exact.search(q, 10, allowed)[0].tolist() for f, q in zip(found, queries, strict=True))
+
+
 def test_a_caller_allowed_far_away_tools_still_gets_k_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
     # Small k: the graph is searched without a filter, deep enough for the caller's share, and
     # the allowed tools are kept. When the nearest tools are all forbidden, that comes up short

@@ -219,8 +219,12 @@ class DenseIndex:
         M: HNSW graph degree.
         ef_construction: HNSW build beam width.
         ef: HNSW search beam width (raised to ``k`` when smaller), set when the graph is built.
-        exact_below: Catalogs smaller than this are searched exactly, without a graph.
+        exact_below: Catalogs smaller than this are searched exactly, without a graph, and so is
+            a caller allowed fewer tools than this in a larger one.
         exact_fraction: A caller allowed fewer than this share of the tools is searched exactly.
+            An exact search reads only the allowed tools' vectors, so a caller allowed few pays
+            for few, where a filtered graph search slows down and misses more as the share
+            falls (``python benches/hnsw.py --shares``).
     """
 
     def __init__(
@@ -231,7 +235,7 @@ class DenseIndex:
         ef_construction: int = 200,
         ef: int = 64,
         exact_below: int = 5_000,
-        exact_fraction: float = 0.1,
+        exact_fraction: float = 0.2,
     ) -> None:
         for what, value, least, most in (
             ("M", M, 2, 10_000),  # hnswlib caps M at 10,000 (with a warning on the console)
@@ -244,7 +248,7 @@ class DenseIndex:
         if not 0.0 <= number("exact_fraction", exact_fraction) <= 1.0:
             raise InvalidParameterError(f"exact_fraction must be in [0, 1], not {exact_fraction!r}")
         self.vectors = unit_rows(vectors, "tool vectors")
-        self.ef, self.exact_fraction = ef, exact_fraction
+        self.ef, self.exact_below, self.exact_fraction = ef, exact_below, exact_fraction
         self.graph: Any = None
         # tools with the very same vector (the same description) are one point of the graph:
         # hnswlib links many identical points to each other only, and a search that reaches them
@@ -295,7 +299,7 @@ class DenseIndex:
         k = min(k, n_allowed)
         if k <= 0:
             return np.zeros(0, np.uint32), np.zeros(0, np.float32)
-        if self.graph is not None and n_allowed >= self.exact_fraction * len(self):
+        if self.graph is not None and n_allowed >= max(self.exact_below, self.exact_fraction * len(self)):
             points, wanted, n_points = allowed, k, n_allowed
             if self._point_of is not None:  # the points holding an allowed tool
                 if allowed is None:
@@ -340,7 +344,10 @@ class DenseIndex:
         fetch = min(self._points, int(k * OVERFETCH * self._points / n_allowed) + OVERFETCH_SLACK)
         if fetch > 2 * max(self.ef, k):
             return None  # a beam that wide costs more than the filtered search (measured)
-        labels, dist = self.graph.knn_query(q, k=fetch)  # a beam of max(ef, fetch)
+        try:
+            labels, dist = self.graph.knn_query(q, k=fetch)  # a beam of max(ef, fetch)
+        except RuntimeError:  # fewer than `fetch` found (a poor graph): search with the filter
+            return None
         ids = labels[0].astype(np.int64)
         keep = allowed[ids]  # the mask, before anything leaves this function
         if int(keep.sum()) < k:
@@ -358,10 +365,13 @@ class DenseIndex:
 
     def _graph_search(self, q: Vectors, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
         keep: Callable[[int], bool] | None = None if allowed is None else (lambda label: bool(allowed[label]))
-        labels, dist = self.graph.knn_query(q, k=k, filter=keep)
+        try:
+            labels, dist = self.graph.knn_query(q, k=k, filter=keep)
+        except RuntimeError:  # hnswlib found fewer than k (its only error here, once the query is checked)
+            return None  # the graph search came up short: answer exactly instead
         ids, scores = labels[0].astype(np.int64), (1.0 - dist[0]).astype(np.float32)
         if len(ids) < k:
-            return None  # the filtered graph search came up short: answer exactly instead
+            return None
         order = np.lexsort((ids, -scores))
         return ids[order].astype(np.uint32), scores[order]
 

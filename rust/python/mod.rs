@@ -124,12 +124,12 @@ fn crc32_each<'py>(
     Ok(pyo3::types::PyBytes::new(py, &out))
 }
 
-/// The work of `matrix @ query` for a C-contiguous float32 `(n, dim)` matrix and a `(dim,)`
-/// query, checked here and run later (detached); a matrix of no columns scores every row 0.
-fn product<'a>(
+/// The data of a C-contiguous float32 `(n, dim)` matrix and a `(dim,)` query, checked, and `n`
+/// (a matrix of no columns still has rows).
+fn matrix_and_query<'a>(
     matrix: &'a numpy::PyReadonlyArray2<'_, f32>,
     query: &'a numpy::PyReadonlyArray1<'_, f32>,
-) -> PyResult<impl FnOnce() -> Vec<f32> + Send + 'a> {
+) -> PyResult<(&'a [f32], &'a [f32], usize)> {
     use numpy::PyUntypedArrayMethods;
     let (rows, dim) = (matrix.shape()[0], matrix.shape()[1]);
     let got = query.shape()[0];
@@ -143,17 +143,11 @@ fn product<'a>(
     }
     let m = contiguous(matrix, "matrix", "float32")?;
     let q = contiguous(query, "query", "float32")?;
-    Ok(move || {
-        if dim == 0 {
-            vec![0.0; rows]
-        } else {
-            crate::dense::dot_rows(m, q)
-        }
-    })
+    Ok((m, q, rows))
 }
 
-/// `matrix @ query` (see [`product`]), on this thread with the GIL released (see
-/// `crate::dense`).
+/// `matrix @ query` for a float32 `(n, dim)` matrix and a `(dim,)` query (a matrix of no
+/// columns scores every row 0), on this thread with the GIL released (see `crate::dense`).
 #[pyfunction]
 fn dot_rows<'py>(
     py: Python<'py>,
@@ -161,7 +155,14 @@ fn dot_rows<'py>(
     query: numpy::PyReadonlyArray1<'py, f32>,
 ) -> PyResult<Bound<'py, numpy::PyArray1<f32>>> {
     use numpy::IntoPyArray;
-    let scores = errors::detached(py, product(&matrix, &query)?)?;
+    let (m, q, rows) = matrix_and_query(&matrix, &query)?;
+    let scores = errors::detached(py, || {
+        if q.is_empty() {
+            vec![0.0; rows]
+        } else {
+            crate::dense::dot_rows(m, q)
+        }
+    })?;
     Ok(scores.into_pyarray(py))
 }
 
@@ -217,12 +218,12 @@ fn top_rows<'py>(
         }
         .into());
     }
-    let scores = product(&matrix, &query)?;
+    let (m, q, _) = matrix_and_query(&matrix, &query)?;
     let mask = allowed
         .as_ref()
         .map(|a| contiguous(a, "allowed", "bool"))
         .transpose()?;
-    let (ids, scores) = errors::detached(py, || crate::dense::best_rows(scores(), k, mask))?;
+    let (ids, scores) = errors::detached(py, || crate::dense::best_rows(m, q, rows, k, mask))?;
     Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
 }
 
