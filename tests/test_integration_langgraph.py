@@ -256,6 +256,9 @@ def test_conversion_keeps_the_json_schema_and_the_description() -> None:
         "parameters": ORDER_SCHEMA,
     }
     assert list(toolset.registry()) == ["search_help", "order_status", "issue_refund", "refund_policy"]
+    tool.args["order_id"]["enum"] = ["A1"]  # a framework narrowing its own copy leaves the catalog's
+    stored = toolset.index.get("order_status", caller=["orders.read"])
+    assert stored.parameters == ORDER_SCHEMA and "enum" not in str(ts.to_openai([stored]))
 
 
 def test_langchain_messages_make_the_same_query_as_their_dicts() -> None:

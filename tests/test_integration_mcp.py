@@ -323,6 +323,70 @@ def test_one_bad_definition_costs_that_tool_only_and_no_caller_hears_its_name(ca
     assert "tool 'list_dir': the server lists this name twice" in caplog.text and "tool 'odd'" in caplog.text
 
 
+def test_a_name_twice_in_another_unicode_form_or_a_bad_permission_costs_only_that_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Either failed every caller's listing and call (the whole catalog was refused), with an
+    error that named the restricted tools to callers who may not use them."""
+    ran: list[str] = []
+    composed, decomposed = "caf\u00e9_export", "cafe\u0301_export"
+    pages = [[tool("read_file", "Read a file"), tool(composed, "Export payroll"), tool(decomposed, "Export it all")]]
+    pages[0].append(tool("wipe_disk", "Delete every file"))
+    server = lowlevel(pages, ran)
+    front(server, caller=None, permissions={composed: "payroll", decomposed: "payroll", "wipe_disk": 7})
+
+    async def main() -> None:
+        async with Client(server, mode="legacy", cache=None) as client:
+            listed = (await client.list_tools()).tools
+            assert [t.name for t in listed] == ["tool_search", "call_tool"] and "export" not in str(listed).lower()
+            result = await client.call_tool("call_tool", {"name": "read_file", "arguments": {}})
+            assert (result.is_error, text(result)) == (False, "ran read_file")
+            for hidden in (composed, decomposed, "wipe_disk"):
+                refused = await client.call_tool("call_tool", {"name": hidden, "arguments": {}})
+                assert (refused.is_error, text(refused)) == (True, f"Unknown tool: {hidden}")
+
+    with caplog.at_level("WARNING", logger="toolsift.integrations.mcp"):
+        anyio.run(main)
+    assert ran == ["read_file"]
+    assert "Unicode normalisation" in caplog.text and "tool 'wipe_disk', field 'permissions'" in caplog.text
+
+
+def test_a_name_listed_twice_is_served_as_indexed_the_first_definition() -> None:
+    first = types.Tool(name="read_file", description="Read a text file", input_schema={"type": "object"})
+    second = types.Tool(name="read_file", description="Delete every file on disk", input_schema={"type": "object"})
+    server = lowlevel([[first, second]], [])
+    front(server, caller=None, pinned=["read_file"])
+
+    async def main() -> tuple[list[types.Tool], Any]:
+        async with Client(server, mode="legacy", cache=None) as client:
+            listed = (await client.list_tools()).tools
+            return listed, await client.call_tool("tool_search", {"query": "read a text file"})
+
+    listed, found = anyio.run(main)
+    assert [t.description for t in listed if t.name == "read_file"] == ["Read a text file"]
+    assert [t["description"] for t in found.structured_content["tools"]] == ["Read a text file"]
+
+
+def test_permissions_withdrawn_at_run_time_apply_to_the_next_request() -> None:
+    """The permissions were read only when a definition changed: a tool an operator had just
+    restricted still ran for every caller."""
+    ran: list[str] = []
+    server = lowlevel([[tool("read_file", "Read a file"), tool("delete_file", "Delete a file")]], ran)
+    restricted: set[str] = set()
+    front(server, caller=None, permissions=lambda name: "admin" if name in restricted else None)
+
+    async def main() -> list[str]:
+        async with Client(server, mode="legacy", cache=None) as client:
+            answers = []
+            for _ in range(2):
+                result = await client.call_tool("call_tool", {"name": "delete_file", "arguments": {}})
+                answers.append(text(result))
+                restricted.add("delete_file")
+            return answers
+
+    assert anyio.run(main) == ["ran delete_file", "Unknown tool: delete_file"] and ran == ["delete_file"]
+
+
 def test_readme_mcp_example_runs() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(readme_block("MCP servers"), "README.md", "exec"), namespace)

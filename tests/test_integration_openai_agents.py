@@ -195,6 +195,33 @@ def test_each_clone_carries_its_own_caller_and_starts_with_nothing_loaded() -> N
     assert "issue_refund" in names(model.calls[1])
 
 
+def test_a_clone_for_another_caller_remakes_its_own_tools_for_that_caller() -> None:
+    """A clone kept the agent's own function tools, made for the first caller's toolbox: the
+    second caller was shown, and ran as the first, a tool it may not use."""
+    ran: list[tuple[str, str]] = []
+
+    def box(caller: tuple[str, ...]) -> ts.Toolbox:
+        handlers = {t.name: (lambda args, n=t.name: ran.append((n, caller[0])) or "done") for t in CATALOG}
+        return ts.Toolbox(CATALOG, caller=caller, tiers=ts.ToolTierOptions(core=["search_help"]), handlers=handlers)
+
+    billing = box(("billing.refund",))
+    template = ToolsiftAgent(
+        name="ops", toolbox=billing, tools=function_tools(billing, ["issue_refund", "refund_policy"])
+    )
+    model = ScriptedModel(
+        [
+            [function_call("refund_policy", {}, call_id="p")],
+            [function_call("issue_refund", {}, call_id="r")],
+            [assistant_message("ok")],
+        ]
+    )
+    reader = template.clone(toolbox=box(("orders.read",)), model=model)
+    with pytest.raises(ModelBehaviorError, match="issue_refund"):  # never shown: the model cannot call it
+        Runner.run_sync(reader, "refund me", run_config=NO_TRACES)
+    assert names(model.calls[0]) == ["refund_policy", "search_help", "tool_search", "call_tool"]
+    assert ran == [("refund_policy", "orders.read")]  # the own tool it may use runs as the clone's caller
+
+
 def test_an_agent_given_another_toolbox_never_runs_a_tool_through_the_first() -> None:
     """The agent's converted tools belong to the toolbox they were made for: after
     ``agent.toolbox = other`` (another caller), tool_search and call_tool run as that caller."""
@@ -302,6 +329,57 @@ def test_function_tools_defaults_to_the_toolbox_tools_array() -> None:
     assert [t.name for t in function_tools(toolbox([]))] == ["search_help", "tool_search", "call_tool"]
     untiered = function_tools(toolbox([], tiers=False))  # every tool the caller may use, sorted by name
     assert [t.name for t in untiered] == ["order_status", "refund_policy", "search_help"]
+
+
+STRICT_SCHEMA = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}, "note": {"type": ["string", "null"]}},
+    "required": ["order_id", "note"],
+    "additionalProperties": False,
+}
+
+
+def test_a_strict_tool_gets_the_sdks_strict_mode_with_its_schema_unchanged() -> None:
+    strict = ts.Tool("cancel_order", "Cancel an order", STRICT_SCHEMA, strict=True)
+    received: list[dict[str, Any]] = []
+    box = ts.Toolbox(ts.Catalog([strict]), handlers={"cancel_order": lambda a: received.append(a) or "ok"})
+    [tool] = function_tools(box)
+    assert tool.strict_json_schema and tool.params_json_schema == STRICT_SCHEMA
+    arguments = {"order_id": "A1", "note": None}
+    model = ScriptedModel([[function_call(tool.name, arguments, call_id="c")], [assistant_message("ok")]])
+    result = Runner.run_sync(ToolsiftAgent(name="ops", model=model, toolbox=box), "cancel A1", run_config=NO_TRACES)
+    assert outputs(result)["c"] == "ok" and received == [arguments]
+    [entry] = ts.to_openai([strict])
+    assert entry["function"]["strict"] is True and function_tool(box, entry).strict_json_schema  # the entry's flag
+    for flag in (False, None):  # only a declared strict tool: others keep their optional arguments
+        loose = ts.Tool("cancel_order", "Cancel an order", STRICT_SCHEMA, strict=flag)
+        assert not function_tool(ts.Toolbox(ts.Catalog([loose])), "cancel_order").strict_json_schema
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"order_id": {"type": "string"}}, "additionalProperties": True},
+        # an optional argument: the SDK would make it required
+        {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a"]},
+        # a $ref to nothing: the SDK raised a raw KeyError
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/address"}}, "required": ["a"]},
+    ],
+)
+def test_a_strict_tool_whose_schema_is_not_strict_is_refused_naming_the_tool_and_field(schema: dict[str, Any]) -> None:
+    box = ts.Toolbox(ts.Catalog([ts.Tool("cancel_order", "Cancel an order", schema, strict=True)]))
+    with pytest.raises(SchemaError, match="strict") as e:
+        function_tool(box, "cancel_order")
+    assert (e.value.tool, e.value.field) == ("cancel_order", "strict")
+
+
+def test_an_anthropic_or_mcp_definition_is_refused_rather_than_sent_without_its_schema() -> None:
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+    box = toolbox([])
+    for entry in ({"name": "order_status", "input_schema": schema}, {"name": "order_status", "inputSchema": schema}):
+        with pytest.raises(InvalidToolError) as e:
+            function_tool(box, entry)
+        assert (e.value.tool, e.value.field) == ("order_status", "parameters")
 
 
 @pytest.fixture(scope="module")

@@ -259,6 +259,21 @@ def test_a_botocore_schema_reaches_the_model_unchanged() -> None:
     assert received == [arguments]
 
 
+def test_a_strict_tool_reaches_the_model_strict_and_others_do_not() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}},
+        "required": ["id"],
+        "additionalProperties": False,
+    }
+    catalog = ts.Catalog(
+        [ts.Tool("cancel_order", "Cancel an order", schema, strict=True), ts.Tool("order_status", "Status")]
+    )
+    script = Script([TextPart("ok")])
+    Agent(FunctionModel(script), toolsets=[ToolsiftToolset(ts.Toolbox(catalog))]).run_sync("cancel it")
+    assert {d.name: d.strict for d in script.definitions[0]} == {"cancel_order": True, "order_status": None}
+
+
 def test_the_readme_example_runs() -> None:
     before, block = readme_toolbox_prelude(), readme_block("PydanticAI")
     namespace: dict[str, Any] = {}

@@ -15,6 +15,7 @@ Needs ``pip install 'toolsift[langgraph]'`` (langgraph, langchain-core, langgrap
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -195,7 +196,7 @@ class Toolset:
         return SiftedTool(
             name=tool.name,
             description=tool.description,
-            args_schema=dict(tool.parameters),
+            args_schema=copy.deepcopy(dict(tool.parameters)),  # the catalog's schema stays intact
             func=run,
             coroutine=arun,
             handle_tool_error=True,

@@ -10,9 +10,10 @@ tool as the server itself lists it (``name``, ``title``, ``description``, ``inpu
 permission and then run the server's own handler; a tool the caller may not use gives exactly
 the error a missing one does (``Unknown tool: name``) and never runs.
 
-The server's listing is read through its own handler on every request (all pages), and the
-index is rebuilt, off the event loop, only when a tool's definition changed (by the gateway's
-digest), so tools the server adds or removes are served at once. A definition toolsift cannot
+The server's listing is read through its own handler on every request (all pages), and so are
+the tools' ``permissions``; the index is rebuilt, off the event loop, only when a tool's
+definition (by the gateway's digest) or its permissions changed, so tools the server adds or
+removes, and permissions withdrawn, apply at once. A definition toolsift cannot
 index (a schema that is not an object, a name listed twice or taken by a meta-tool) is left out
 and logged, as the gateway does: it costs that tool, not the listing. Other methods pass through.
 
@@ -80,6 +81,14 @@ _DEFINITION = ("name", "title", "description", "inputSchema", "outputSchema", "a
 MAX_PAGES = 1000
 
 
+def _first(tools: list[types.Tool]) -> dict[str, types.Tool]:
+    """Each name's first definition in the listing (a name listed twice is served as indexed)."""
+    out: dict[str, types.Tool] = {}
+    for t in tools:
+        out.setdefault(t.name, t)
+    return out
+
+
 @dataclass
 class _Version:
     """The server's tools at one listing: their digests, the index and one toolbox per caller."""
@@ -87,6 +96,11 @@ class _Version:
     key: tuple[tuple[str, str], ...]
     index: Index
     listed: Mapping[str, types.Tool]
+    """Each name's first definition, as the server lists it (the one indexed)."""
+    granted: list[Any]
+    """The permissions ``permissions`` gave each listed tool."""
+    seen: list[types.Tool]
+    """A copy of the listing: the same listing next time needs neither digests nor a rebuild."""
     boxes: OrderedDict[tuple[str, ...], Toolbox] = field(default_factory=OrderedDict)
     """The toolboxes of the callers seen last, by their sorted distinct permissions (at most
     :data:`BOXES_KEPT`, the least recently used dropped first)."""
@@ -123,6 +137,11 @@ class Front:
             raise InvalidParameterError(f"statistics must be 'shared' or 'caller', not {statistics!r}")
         if not callable(caller):
             perms_of(caller)  # a bad fixed caller is refused now, not on the first request
+        if permissions is not None and not isinstance(permissions, Mapping) and not callable(permissions):
+            kind = type(permissions).__name__
+            raise InvalidParameterError(
+                f"permissions must map tool names to permissions (or be a function), not {kind}"
+            )
         self._list, self._call = listing, calling
         self.caller, self.permissions, self.hooks = caller, permissions, hooks or Hooks()
         pins = tool_names("pinned", pinned)  # not a bare string, read letter by letter
@@ -149,38 +168,59 @@ class Front:
         return tools
 
     async def current(self, ctx: Context) -> _Version:
-        """The index of the server's tools as listed now (rebuilt only when a definition changed)."""
+        """The index of the server's tools as listed now (rebuilt only when a definition or a
+        tool's permissions changed)."""
         tools = await self._listed(ctx)
-        key = tuple((t.name, digest(t)) for t in tools)
+        granted = [self._granted(t.name) for t in tools]  # read on every request: a change applies at once
         version = self._version
-        if version is None or version.key != key:
-            catalog = Catalog(self._valid(tools))
+        if version is not None and version.granted == granted and version.seen == tools:
+            return version  # the very listing of last time (compared: a fifth of the time of hashing it)
+        key = tuple((t.name, digest(t)) for t in tools)
+        seen = [t.model_copy(deep=True) for t in tools]  # as listed now, whatever the server does to its objects
+        if version is None or version.key != key or version.granted != granted:
+            catalog = self._valid(tools, granted)
             index = await anyio.to_thread.run_sync(lambda: Index(catalog, statistics=self.statistics))
-            version = self._version = _Version(key, index, {t.name: t for t in tools})
+            version = self._version = _Version(key, index, _first(tools), granted, seen)
         else:  # the same tools to index; what is not indexed (outputSchema, _meta...) is served fresh
-            version.listed = {t.name: t for t in tools}
+            version.listed, version.seen = _first(tools), seen
         return version
 
-    def _valid(self, tools: list[types.Tool]) -> list[Tool]:
+    def _granted(self, name: str) -> Any:
+        """The permissions ``permissions`` gives tool ``name`` (None: those it is listed with)."""
+        if self.permissions is None:
+            return None
+        return self.permissions(name) if callable(self.permissions) else self.permissions.get(name)
+
+    def _valid(self, tools: list[types.Tool], granted: list[Any]) -> Catalog:
         """The server's tools that can be indexed: one bad definition (a schema that is not an
-        object, a name listed twice or taken by a meta-tool) costs that tool, logged, not the
-        listing of every caller, and no caller's error names it."""
-        kept: dict[str, types.Tool] = {}
-        for listed in tools:
+        object, a bad permission, a name listed twice, in any Unicode form, or taken by a
+        meta-tool) costs that tool, logged, not the listing of every caller, and no caller's
+        error names it."""
+        catalog, kept = Catalog(), set()
+        pinned = set(self.tiers.pinned)
+        for listed, perms in zip(tools, granted, strict=True):
             try:
                 if listed.name in (SEARCH, CALL):
                     raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=listed.name)
                 if listed.name in kept:
                     raise InvalidToolError("the server lists this name twice; the first is served", tool=listed.name)
-                load_mcp(Tool, [listed], report_unread=False)  # checked on its own
+                # served as the server lists it (outputSchema, title and all): nothing to report
+                [tool] = load_mcp(
+                    Tool,
+                    [listed],
+                    permissions=None if perms is None else {listed.name: perms},
+                    core=[listed.name] if listed.name in pinned else (),
+                    report_unread=False,
+                )
+                catalog.append(tool)  # a name that folds like another's is a duplicate too
+                kept.add(listed.name)
             except ToolsiftError as e:
                 log.warning("toolsift front: tool left out: %s", e)
-                continue
-            kept[listed.name] = listed
-        # served as the server lists them (outputSchema, title and all): nothing to report
-        return load_mcp(
-            Tool, list(kept.values()), permissions=self.permissions, core=self.tiers.pinned, report_unread=False
-        )
+        named = set(self.permissions) if isinstance(self.permissions, Mapping) else set()
+        unknown = sorted(map(str, (named | pinned) - {t.name for t in tools}))
+        if unknown:  # a misspelt name would otherwise leave its tool as it came, unnoticed
+            log.warning("toolsift front: permissions or pinned name tools the server does not list: %s", unknown[:20])
+        return catalog
 
     async def caller_of(self, ctx: Context) -> tuple[str, ...]:
         """The permissions of the request's caller."""

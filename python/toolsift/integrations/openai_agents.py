@@ -4,7 +4,9 @@
   ``FunctionTool``; every invocation goes through :meth:`Toolbox.acall`, which re-checks the
   caller's permission, unwraps ``call_tool`` and runs the hooks. The schema is passed as is
   (``strict_json_schema=False``): the SDK's strict mode would make every optional argument of a
-  real-world schema required.
+  real-world schema required. A tool declared ``strict=True`` (OpenAI's ``strict``) gets the
+  SDK's strict mode, and its schema must already be a strict one (every property required,
+  every object closed): one the SDK would rewrite is refused with ``SchemaError``.
 - :class:`ToolsiftAgent` is an ``Agent`` whose tools are computed once per model call by the hook
   the runner calls every turn, ``Agent.get_all_tools``: the toolbox's tools array (core tools,
   then ``tool_search`` and ``call_tool``) followed by the tools ``tool_search`` has loaded in this
@@ -31,11 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents import Agent, FunctionTool, RunContextWrapper, ToolSearchTool
+from agents.strict_schema import ensure_strict_json_schema
 from agents.tool import Tool as AgentTool
 from agents.tool import ToolErrorFunction
 from agents.tool_context import ToolContext
 
-from ..errors import InvalidParameterError, MissingHandlerError, UnknownToolError
+from ..errors import InvalidParameterError, InvalidToolError, MissingHandlerError, SchemaError, UnknownToolError
 from ..plan import SEARCH, Tier
 from ..registry import Tool
 from ..tiers import Toolbox
@@ -92,10 +95,12 @@ def function_tool(
 
     Raises:
         UnknownToolError: ``tool`` is a name the caller may not use, or no tool's name.
-        InvalidToolError: A malformed definition (a subclass, with ``.tool`` and ``.field``).
+        InvalidToolError: A malformed definition (a subclass, with ``.tool`` and ``.field``),
+            such as a ``strict`` tool whose schema is not a strict one.
         InvalidParameterError: ``tool`` is neither a name, a :class:`~toolsift.Tool` nor a mapping.
     """
-    name, description, parameters = _definition(toolbox, tool)
+    found = _definition(toolbox, tool)
+    name = found.name
     on_error = tool_error_message if failure_error_function is _UNSET else failure_error_function
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> Any:
@@ -110,8 +115,36 @@ def function_tool(
             on_result(name, result)
         return result
 
-    schema = copy.deepcopy(parameters)
-    return FunctionTool(name, description, schema, invoke, strict_json_schema=False, defer_loading=defer_loading)
+    schema, strict = copy.deepcopy(dict(found.parameters)), found.strict is True
+    if strict:
+        _check_strict(name, schema)
+    made = FunctionTool(name, found.description, schema, invoke, strict_json_schema=strict, defer_loading=defer_loading)
+    _options = {
+        "failure_error_function": failure_error_function,
+        "on_result": on_result,
+        "defer_loading": defer_loading,
+    }
+    # which caller's toolbox it runs through, and how it was made: a ToolsiftAgent cloned for
+    # another caller makes its own tools again for that caller (see ToolsiftAgent.get_all_tools)
+    made._toolsift_made = (toolbox, tool, _options)  # type: ignore[attr-defined]
+    return made
+
+
+def _check_strict(name: str, schema: dict[str, Any]) -> None:
+    """Refuses a ``strict`` tool's schema that is not already a strict one: the SDK's strict
+    mode would otherwise rewrite it (every property required, objects closed), so the model
+    would have to send what the tool's author made optional."""
+    try:
+        rewritten = ensure_strict_json_schema(copy.deepcopy(schema))
+    except Exception as e:  # UserError, and KeyError / ValueError / AssertionError for bad $refs
+        raise SchemaError(f"strict is set but the SDK refuses the schema: {e}", tool=name, field="strict") from None
+    if rewritten != schema:
+        raise SchemaError(
+            "strict is set but the schema is not a strict one (every property required, every object "
+            "closed by additionalProperties: false)",
+            tool=name,
+            field="strict",
+        )
 
 
 def function_tools(
@@ -143,18 +176,19 @@ def select_tools(
     items: Sequence[Mapping[str, Any]],
     *,
     budget_tokens: int | None = None,
-    **options: Any,
+    group: str | Sequence[str] | None = None,
+    groups: int | None = None,
 ) -> list[FunctionTool]:
     """Selection mode: the tools for a conversation, as ``FunctionTool``.
 
     ``items`` are Responses input items (``result.to_input_list()`` plus the new user message) or
-    chat messages; ``budget_tokens`` and ``options`` (``group``, ``groups``) are those of
+    chat messages; ``budget_tokens``, ``group`` and ``groups`` are those of
     :meth:`Toolbox.select`. Tools already called in the session stay in. Use it per user turn::
 
         turn = agent.clone(tools=select_tools(box, history, budget_tokens=4000))
         result = await Runner.run(turn, history)
     """
-    return function_tools(toolbox, toolbox.select(items, budget_tokens=budget_tokens, **options))
+    return function_tools(toolbox, toolbox.select(items, budget_tokens=budget_tokens, group=group, groups=groups))
 
 
 @dataclass
@@ -165,7 +199,9 @@ class ToolsiftAgent(Agent[Any]):
     ``tool_search`` found in this session (first found first, so earlier turns' prefix holds), as
     real function tools the model can call by name. ``load_found=False`` keeps the array fixed
     (the model then runs found tools through ``call_tool``). State is per agent: clone it for
-    another session or caller (``agent.clone(toolbox=box)`` starts with nothing loaded).
+    another session or caller (``agent.clone(toolbox=box)`` starts with nothing loaded, and makes
+    its own ``tools`` made by :func:`function_tool` for the first toolbox again for ``box``,
+    leaving out those its caller may not use).
 
     Attributes:
         toolbox: The caller's :class:`~toolsift.Toolbox` (required).
@@ -182,6 +218,10 @@ class ToolsiftAgent(Agent[Any]):
     _converted: dict[str, tuple[Toolbox, Mapping[str, Any] | None, FunctionTool]] = field(
         default_factory=dict, init=False, repr=False
     )
+    # id(own tool) -> (that tool, the toolbox, the tool made again for it, or None if refused)
+    _rebuilt: dict[int, tuple[AgentTool, Toolbox, FunctionTool | None]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()  # type: ignore[no-untyped-call]  # the SDK's own checks
@@ -190,13 +230,28 @@ class ToolsiftAgent(Agent[Any]):
             raise InvalidParameterError(f"ToolsiftAgent needs toolbox=toolsift.Toolbox(...), not {kind}")
 
     async def get_all_tools(self, run_context: RunContextWrapper[Any]) -> list[AgentTool]:
-        """The agent's own tools, then the toolbox's tools array, then the loaded tools."""
-        own = await super().get_all_tools(run_context)
+        """The agent's own tools, then the toolbox's tools array, then the loaded tools. An own
+        tool made by :func:`function_tool` for another toolbox (an agent cloned for another
+        caller) is made again for this one, or left out if this caller may not use it."""
         box = self._box()
+        own = [t for t in (self._rebound(t, box) for t in await super().get_all_tools(run_context)) if t is not None]
         definitions = box.tools()
         names = {d["function"]["name"] for d in definitions}
         extra = [n for n in self.loaded if n not in names and box.index.allows(n, caller=box.perms)]
         return [*own, *(self._tool(d["function"]["name"], d) for d in definitions), *map(self._tool, extra)]
+
+    def _rebound(self, tool: AgentTool, box: Toolbox) -> AgentTool | None:
+        made = getattr(tool, "_toolsift_made", None)
+        if made is None or made[0] is box:
+            return tool
+        held = self._rebuilt.get(id(tool))
+        if held is None or held[0] is not tool or held[1] is not box:
+            try:
+                again: FunctionTool | None = function_tool(box, made[1], **made[2])
+            except UnknownToolError:  # a tool this caller may not use: never shown, never run
+                again = None
+            held = self._rebuilt[id(tool)] = (tool, box, again)
+        return held[2]
 
     def _box(self) -> Toolbox:
         assert isinstance(self.toolbox, Toolbox)  # checked in __post_init__
@@ -222,21 +277,31 @@ class ToolsiftAgent(Agent[Any]):
                 self.loaded.append(definition["name"])
 
 
-def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    """Name, description and parameters of a tool name, :class:`Tool` or OpenAI ``tools`` entry."""
+def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> Tool:
+    """The :class:`Tool` of a tool name, :class:`Tool` or OpenAI ``tools`` entry."""
     if isinstance(tool, Mapping):  # checked as a catalog tool is: typed errors naming the tool and field
         fn = tool.get("function", tool)
         fn = fn if isinstance(fn, Mapping) else {}
-        given = Tool(fn.get("name", ""), fn.get("description", ""), fn.get("parameters", {"type": "object"}))
+        if "parameters" not in fn and ("input_schema" in fn or "inputSchema" in fn):  # not OpenAI's shape
+            raise InvalidToolError(
+                "an Anthropic or MCP definition: give an OpenAI tools entry, a Tool or a name",
+                tool=str(fn.get("name", "")),
+                field="parameters",
+            )
+        given = Tool(
+            fn.get("name", ""),
+            fn.get("description", ""),
+            fn.get("parameters", {"type": "object"}),
+            strict=fn.get("strict"),
+        )
         if given.name in toolbox.index and not toolbox.index.allows(given.name, caller=toolbox.perms):
             raise UnknownToolError(given.name)  # a catalog tool the caller may not use, however given
-        return given.name, given.description, dict(given.parameters)
+        return given
     if isinstance(tool, Tool):
         tool = tool.name
     if not isinstance(tool, str):
         raise InvalidParameterError(f"a tool must be a name, a toolsift.Tool or a mapping, not {type(tool).__name__}")
-    found = toolbox.index.get(tool, caller=toolbox.perms)  # UnknownToolError for a tool the caller may not use
-    return found.name, found.description, dict(found.parameters)
+    return toolbox.index.get(tool, caller=toolbox.perms)  # UnknownToolError for a tool the caller may not use
 
 
 def _arguments(name: str, arguments: str) -> dict[str, Any]:

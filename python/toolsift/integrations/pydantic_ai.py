@@ -130,14 +130,19 @@ class ToolsiftToolset(AbstractToolset[Any]):
 
     def _tool(self, box: Toolbox, name: str, deferred: bool) -> ToolsetTool[Any]:
         tool = box.index.get(name, caller=box.perms)
-        return self._toolset_tool(tool.name, tool.description, tool.parameters, deferred)
+        return self._toolset_tool(tool.name, tool.description, tool.parameters, deferred, tool.strict)
 
     def _toolset_tool(
-        self, name: str, description: str, parameters: Mapping[str, Any], deferred: bool = False
+        self,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        deferred: bool = False,
+        strict: bool | None = None,
     ) -> ToolsetTool[Any]:
         schema = copy.deepcopy(dict(parameters))  # the framework may rewrite it; the catalog's stays intact
         definition = ToolDefinition(
-            name=name, parameters_json_schema=schema, description=description, defer_loading=deferred
+            name=name, parameters_json_schema=schema, description=description, defer_loading=deferred, strict=strict
         )
         return ToolsetTool(toolset=self, tool_def=definition, max_retries=self.max_retries, args_validator=_ARGUMENTS)
 
@@ -184,16 +189,20 @@ def tool_search(toolbox: Toolbox | None = None, *, max_results: int = 10) -> Too
 
 
 def prepare_tools(
-    toolbox: Toolbox | None = None, *, budget_tokens: int | None = None, **options: Any
+    toolbox: Toolbox | None = None,
+    *,
+    budget_tokens: int | None = None,
+    group: str | Sequence[str] | None = None,
+    groups: int | None = None,
 ) -> ToolsPrepareFunc[Any]:
     """A ``prepare_tools`` function: each step, the tools :meth:`Toolbox.select` picks for the
     conversation (``ctx.messages``) within ``budget_tokens`` are loaded; the caller's other loaded
     tools are left out, deferred ones stay deferred (still discoverable), tools that are not the
-    toolbox's pass unchanged. ``options``: ``group``, ``groups`` of :meth:`Toolbox.select`."""
+    toolbox's pass unchanged. ``group`` and ``groups`` are those of :meth:`Toolbox.select`."""
 
     def prepare(ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
         box = toolbox_of(ctx, toolbox)
-        picked = box.select(to_messages(ctx.messages), budget_tokens=budget_tokens, **options)
+        picked = box.select(to_messages(ctx.messages), budget_tokens=budget_tokens, group=group, groups=groups)
         chosen = {t["function"]["name"] for t in picked}
         out = []
         for d in tool_defs:
