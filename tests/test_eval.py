@@ -154,6 +154,57 @@ def test_eval_of_a_saved_index_ranks_with_what_was_saved(
     assert scored == ["1.000", "0.000"]  # the gate refuses these requests, as search would
 
 
+def test_a_saved_index_is_not_mixed_with_indexes_the_gate_or_a_replay_build_themselves(
+    labelled: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gated row, the gate table and both replay systems were built from the tools with
+    default options, beside a row ranked with the saved index's: a comparison of two indexes."""
+    path = tmp_path / "learned.tsidx"
+    ts.Index(ts.Catalog.from_file(labelled[0]), learned={"send_email": "boss"}).save(path)
+    base = ["eval", "--tools", str(path), "--queries", str(labelled[1]), "--systems", "toolsift"]
+    for extra in (["--min-evidence", "0"], ["--replay", "0.5"]):
+        assert main([*base, *extra]) == 2
+        assert "give the catalog file" in capsys.readouterr().err
+    queries = tmp_path / "with_irrelevant.jsonl"
+    queries.write_text(labelled[1].read_text() + json.dumps({"id": "9", "query": "tell a joke", "relevant": []}) + "\n")
+    assert main(["eval", "--tools", str(path), "--queries", str(queries), "--systems", "toolsift"]) == 0
+    out = capsys.readouterr()
+    assert "Relevance gate" not in out.out and "no relevance gate table" in out.err
+
+
+def test_files_that_are_not_utf8_are_refused_naming_the_file_byte_and_line(
+    labelled: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(b'{"id": "1", "query": "caf\xe9", "relevant": ["send_email"]}\n')
+    Path(f"{bad}.tools.jsonl").write_bytes(labelled[0].read_bytes())  # as a gateway log keeps its catalog
+    for args in (["eval", "--tools", str(labelled[0]), "--queries", str(bad)], ["eval", "--gateway-log", str(bad)]):
+        assert main(args) == 2
+        assert f"{bad}: invalid UTF-8 at byte 25 (line 1)" in capsys.readouterr().err
+
+
+def test_baselines_read_a_tools_examples_and_search_text_as_toolsift_does(tmp_path: Path) -> None:
+    pytest.importorskip("bm25s")
+    pytest.importorskip("rank_bm25")
+    from toolsift.eval.systems import BASELINES
+
+    catalog = ts.Catalog(
+        [
+            ts.Tool("create_invoice", "Create an invoice", search_text="bill charge customer"),
+            ts.Tool("refund_payment", "Refund a payment", examples=["give the money back"]),
+            ts.Tool("get_weather", "Current weather for a city"),
+        ]
+    )
+    asked = [
+        LabelledQuery("1", "bill the customer", ("create_invoice",)),
+        LabelledQuery("2", "money back", ("refund_payment",)),
+    ]
+    dataset = ts.eval.Dataset("fields", catalog, asked)
+    for name in ("bm25s", "rank_bm25"):
+        system = BASELINES[name](dataset)
+        assert system is not None and [system.rank(q, 1) for q in asked] == [["create_invoice"], ["refund_payment"]]
+
+
 def test_eval_command_prints_the_table_and_writes_json(labelled: tuple[Path, Path], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "r.json"
     args = ["eval", "--tools", str(labelled[0]), "--queries", str(labelled[1]), "--systems", "toolsift", "bm25s"]

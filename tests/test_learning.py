@@ -257,6 +257,23 @@ def test_a_request_the_dataset_holds_twice_is_never_both_played_and_scored(seed:
     )
 
 
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_requests_that_differ_only_by_case_quotes_or_punctuation_are_on_one_side(seed: int | None) -> None:
+    """BFCL asks "...the 'R vs Adams' legal case?" and "...the R vs Adams legal case?": the same
+    words, the same tool. Split by exact text, one was played while its twin was scored."""
+    forms = [
+        ("Put a message on the queue.", "put a message on the 'queue'"),
+        ("when does the cert run out?", "When does the cert run out"),
+        ("queue it", "Queue it!"),
+        ("does my cert run out soon", '"does my cert run out soon"'),
+    ]
+    queries = [LabelledQuery(str(i), forms[i % 4][i // 4 % 2], ("sqs_send",)) for i in range(8)]
+    log, scored = split(Dataset("near", ts.Catalog(TOOLS), queries), 0.5, seed)
+    played = {tuple(words(q.text)) for q in log}
+    assert played.isdisjoint(tuple(words(q.text)) for q in scored.queries)
+    assert len(log) == len(scored.queries) == 4
+
+
 def test_the_eval_command_prints_the_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from toolsift.cli import main
 

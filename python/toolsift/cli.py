@@ -210,6 +210,7 @@ def evaluate(args: argparse.Namespace) -> int:
             "and only when --systems includes toolsift"
         )
     makers: dict[str, Callable[[ev.Dataset], ev.System | None]] = {"toolsift": ev.toolsift_system, **ev.BASELINES}
+    saved = False
     if args.dataset == "bfcl":
         extra = ev.BFCL_IRRELEVANCE if args.irrelevance else ()
         dataset = ev.load_bfcl((*ev.BFCL_SINGLE_TURN, *extra))
@@ -219,7 +220,13 @@ def evaluate(args: argparse.Namespace) -> int:
         opened = open_index(args.tools)
         dataset = ev.load_files(args.tools, args.queries, catalog=_tools(opened))
         if _saved(args.tools):  # ranked as saved: its options, learned text and gate
+            if args.min_evidence is not None or args.replay is not None:
+                raise ToolsiftError(
+                    "--min-evidence and --replay build indexes of their own from the tools, not the saved "
+                    "index's options: give the catalog file instead"
+                )
             makers["toolsift"] = functools.partial(ev.toolsift_system, saved=opened)
+            saved = True
     elif args.gateway_log:
         dataset = ev.load_gateway_log(args.gateway_log)
     else:
@@ -250,7 +257,13 @@ def evaluate(args: argparse.Namespace) -> int:
             )
     print(ev.markdown(results, dataset))
     gate_rows: list[Any] = []
-    if irrelevant and replayed is None:
+    if irrelevant and saved:
+        print(
+            f"no relevance gate table (requests without a relevant tool: {len(irrelevant):,}): it builds "
+            "indexes of its own, not the saved index's; give the catalog file for it",
+            file=sys.stderr,
+        )
+    elif irrelevant and replayed is None:
         from .eval.gate import gate
         from .eval.gate import markdown as gate_markdown
 
@@ -483,7 +496,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _renamed(e, "--budget", "--budget-tokens")
     e.add_argument(
-        "--irrelevance", action="store_true", help="bfcl: add its irrelevance categories and score the relevance gate"
+        "--irrelevance",
+        action="store_true",
+        help="bfcl: add its irrelevance categories (their functions join the catalog, 3,417 tools, "
+        "so the main table ranks over more) and score the relevance gate",
     )
     e.add_argument(
         "--min-evidence",

@@ -238,7 +238,9 @@ def load_native(make: type[T], item: Any, position: int) -> T:
     return make(**_native_spec(_as_dict(item, position), position, _fields(make)))
 
 
-def _decode(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """The text of a UTF-8 file (a BOM allowed), or :class:`~toolsift.errors.CatalogEncodingError`
+    naming the byte and line that are not UTF-8."""
     raw = path.read_bytes()
     try:
         return raw.decode("utf-8-sig")
@@ -315,7 +317,7 @@ def load_file(make: type[T], path: str | Path, *, permissions: Permissions = Non
     (``permissions``, ``core``: see :func:`load_mcp`)."""
     p = Path(path)
     try:
-        text = _decode(p)
+        text = read_text(p)
     except OSError as e:
         raise CatalogFormatError(f"cannot read {p}: {e.strerror}") from None
     try:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..catalogs import cache_dir
 from ..errors import CatalogFormatError, ToolsiftError
-from ..loaders import json_lines
+from ..loaders import json_lines, read_text
 from ..registry import Catalog, Tool
 
 BFCL_VERSION = "2026.3.23"
@@ -96,7 +96,7 @@ def load_files(tools: str | Path, queries: str | Path, *, catalog: Catalog | Non
     :func:`unrestricted`)."""
     catalog = unrestricted(Catalog.from_file(tools) if catalog is None else catalog)
     out = []
-    for n, row in json_lines(Path(queries).read_text(encoding="utf-8"), queries):
+    for n, row in json_lines(read_text(Path(queries)), queries):
         q = _labelled(row, f"{queries}: line {n}", n)
         unknown = [r for r in (*q.relevant, *q.available) if catalog.get(r) is None]
         if unknown:
@@ -148,7 +148,7 @@ def load_gateway_log(log: str | Path, *, catalog: Catalog | None = None) -> Data
     catalog = unrestricted(tools)  # the callers' permissions are dropped
     last: dict[str, int] = {}
     rows: list[tuple[str, list[str], tuple[str, ...]]] = []
-    for n, event in json_lines(path.read_text(encoding="utf-8"), path):
+    for n, event in json_lines(read_text(path), path):
         if not isinstance(event, dict):
             raise CatalogFormatError(f"{path}: line {n} is a {type(event).__name__}, not a JSON object")
         caller = str(event.get("caller"))

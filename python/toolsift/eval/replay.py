@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .. import _core
 from ..errors import InvalidParameterError
 from ..index import Index
 from ..learning import Learned
@@ -38,9 +39,10 @@ class Replay:
 def split(dataset: Dataset, fraction: float, seed: int | None = None) -> tuple[list[LabelledQuery], Dataset]:
     """The log part and the scored part of ``dataset`` (a seed shuffles the requests first).
 
-    The cut is made between distinct requests (the same text and history): a request the
-    dataset holds twice is all on one side, so no scored request was played word for word
-    (BFCL's 2,501 single-turn requests are 2,380 distinct texts)."""
+    The cut is made between distinct requests, by their words as the index reads them (case,
+    quotes and punctuation aside; the systems rank the text alone): a request the dataset holds
+    twice, or twice but for a quote or a final period, is all on one side, so no scored request
+    was played word for word."""
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
         raise InvalidParameterError(f"the replay fraction must be a number in (0, 1), not {fraction!r}")
     queries = list(dataset.queries)
@@ -58,19 +60,28 @@ def split(dataset: Dataset, fraction: float, seed: int | None = None) -> tuple[l
     return log, replace(dataset, name=f"{dataset.name} (held out)", queries=rest)
 
 
-def _request(q: LabelledQuery) -> tuple[str, tuple[str, ...]]:
-    return q.text, q.history
+def _request(q: LabelledQuery) -> tuple[str, ...]:
+    return tuple(_core.words(q.text)) or (q.text,)
 
 
-def called_tools(dataset: Dataset, query: LabelledQuery) -> list[str]:
+def called_tools(dataset: Dataset, query: LabelledQuery, named: dict[str, list[str]] | None = None) -> list[str]:
     """The tools a logged request led to calls of: those it needs, as catalog names (among the
-    tools the dataset offered it, where it says, for labels several tools share)."""
+    tools the dataset offered it, where it says, for labels several tools share). ``named``:
+    :func:`tools_by_label` of the dataset, when already made."""
+    named = tools_by_label(dataset) if named is None else named
     wanted = set(query.relevant)
-    known = set(dataset.catalog.names)
-    offered = [n for n in query.available if dataset.label(n) in wanted and n in known]
+    offered = [n for n in query.available if dataset.label(n) in wanted and dataset.catalog.get(n) is not None]
     if offered:
         return offered
-    return [n for n in dataset.catalog.names if dataset.label(n) in wanted]
+    return sorted({n for label in wanted for n in named.get(label, ())}, key=dataset.catalog.position)
+
+
+def tools_by_label(dataset: Dataset) -> dict[str, list[str]]:
+    """The catalog's tool names by their label, in registry order."""
+    out: dict[str, list[str]] = {}
+    for name in dataset.catalog.names:
+        out.setdefault(dataset.label(name), []).append(name)
+    return out
 
 
 def replay(
@@ -86,9 +97,10 @@ def replay(
     index = Index(dataset.catalog)
     clock = [0.0]
     store = learned or Learned(clock=lambda: clock[0])
+    named = tools_by_label(dataset)
     for i, q in enumerate(log):
         clock[0] = float(i)  # one event a second: the log is far younger than a half-life
-        store.observe(index, q.text, called_tools(dataset, q), scope=SCOPE)
+        store.observe(index, q.text, called_tools(dataset, q, named), scope=SCOPE)
         if progress:
             progress(i + 1, len(log))
     texts = store.texts(SCOPE, index)

@@ -1,8 +1,8 @@
 """Retrieval systems compared by the evaluation: toolsift and public baselines.
 
 A system is built once per dataset and then maps a query to tool names, best first. Baselines see
-the same text per tool as toolsift indexes (name, description, parameter text) and use their
-libraries' own tokenizers and defaults; each is skipped when its package is missing.
+the same text per tool as toolsift indexes (name, description, parameter text, examples, search
+text) and use their libraries' own tokenizers and defaults; each is skipped when its package is missing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ..dense import DenseIndex, Embedder, default_embedder, embed_tools, query_embedding
 from ..errors import InvalidParameterError, ToolsiftError
 from ..index import Index
-from ..text import dense_text, schema_text
+from ..text import dense_text, tool_fields
 from .datasets import Dataset, LabelledQuery
 
 Ranker = Callable[[LabelledQuery, int], list[str]]
@@ -36,7 +36,9 @@ class System:
 
 
 def _corpus(dataset: Dataset) -> list[str]:
-    return [f"{t.name} {t.description} {schema_text(t.parameters)}" for t in dataset.catalog]
+    # every text toolsift indexes of a tool (name, description, parameter text, examples, search
+    # text), learned text aside: one string for the baselines' own tokenizers
+    return [" ".join(text for text in tool_fields(t)[:5] if text) for t in dataset.catalog]
 
 
 def toolsift_system(dataset: Dataset, *, saved: Index | None = None, **index_options: Any) -> System:
