@@ -41,10 +41,14 @@ class GateResult:
 def gate(dataset: Dataset, irrelevant: list[LabelledQuery], **index_options: Any) -> GateResult:
     """Searches (top 10) every relevant query of ``dataset`` and every query of ``irrelevant``
     among its offered tools, with an index of ``index_options`` (``min_evidence`` among them)."""
+    offers = any(q.available for q in (*dataset.queries, *irrelevant))
+    # without any request's offered tools, every request is offered every tool: no permissions
+    # to check (a caller holding one per tool costs 50 times a search at 100k tools)
     offered_index = Index(
-        [dataclasses.replace(t, permissions=(PERMISSION + t.name,)) for t in dataset.catalog], **index_options
+        [dataclasses.replace(t, permissions=(PERMISSION + t.name,) if offers else ()) for t in dataset.catalog],
+        **index_options,
     )
-    every = [PERMISSION + t.name for t in dataset.catalog]
+    every = [PERMISSION + t.name for t in dataset.catalog] if offers else None
 
     def found(q: LabelledQuery) -> set[str]:
         caller = [PERMISSION + name for name in q.available] if q.available else every
