@@ -168,6 +168,34 @@ def test_the_same_input_gives_the_same_bytes() -> None:
     assert runs[0].to_json() == runs[1].to_json() and runs[0].to_html() == runs[1].to_html()
 
 
+def test_a_descriptions_bits_do_not_depend_on_the_order_of_its_words() -> None:
+    """The bits were summed over a set, whose order follows PYTHONHASHSEED: equal scores differed
+    in their last bits, and vague tools swapped places from one process to the next."""
+    import random
+
+    from toolsift.checks import View, _bits
+
+    tools = [ts.Tool(f"t{i}", " ".join(f"w{j}" for j in range(i % 37, 60, 1 + i % 5))) for i in range(300)]
+    view = View(ts.Index(tools), None)
+    words = [f"w{j}" for j in range(60)]
+    rng = random.Random(0)
+    sums = set()
+    for _ in range(200):
+        rng.shuffle(words)
+        sums.add(_bits(view, words))
+    assert len(sums) == 1
+
+
+def test_the_command_prints_names_and_findings_as_they_are_not_as_markup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "tools.jsonl"
+    ts.Catalog([ts.Tool("get[/b]_user", ""), ts.Tool("[red]send_mail", "")]).save(path)
+    assert main(["doctor", str(path)]) == 0  # rich read "[/b]" as a closing tag and crashed
+    out = capsys.readouterr().out
+    assert "get[/b]_user" in out and "[red]send_mail" in out
+
+
 def test_an_index_of_other_tools_is_refused() -> None:
     with pytest.raises(InvalidParameterError, match="position 0"):
         ts.doctor(CLEAN, index=ts.Index(TWINS))

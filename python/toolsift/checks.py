@@ -276,7 +276,7 @@ def _bits(view: View, words: Iterable[str]) -> float:
     held by ``df`` of the ``N`` tools says ``log2(N / df)`` bits. Singling out one tool takes
     ``log2(N)``; a description whose words beyond the name say less cannot, whatever the query."""
     n = len(view.tools)
-    return sum(math.log2(n / view.df[w]) for w in words if view.df[w])
+    return math.fsum(math.log2(n / view.df[w]) for w in words if view.df[w])  # exact: a set's order varies
 
 
 def vague(view: View) -> Iterable[Diagnosis]:

@@ -115,6 +115,7 @@ def _print_demo(rows: list[tuple[str, list[tuple[str, float]], int, float]]) -> 
             print(f"{query!r}: {picks}  [{tokens} tokens, {us:.0f} µs]")
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="toolsift demo: selected tools, best first (score)", show_lines=True)
     table.add_column("query", ratio=1)
@@ -123,7 +124,7 @@ def _print_demo(rows: list[tuple[str, list[tuple[str, float]], int, float]]) -> 
     table.add_column("select µs", justify="right")
     for query, ranked, tokens, us in rows:
         picks = "\n".join(f"{name}  {score:.1f}" for name, score in ranked) or "-"
-        table.add_row(query, picks, str(tokens), f"{us:.0f}")
+        table.add_row(Text(query), Text(picks), str(tokens), f"{us:.0f}")  # a request's text is not markup
     console.print(table)
 
 
@@ -348,16 +349,19 @@ def _print_checkup(checkup: Any, limit: int) -> None:
                 print(f"  {', '.join(d.tools)}: {d.why}\n    fix: {d.fix}")
             continue
         from rich.table import Table
+        from rich.text import Text
 
         fixes = {d.fix for d in checkup.of(kind)}
         common = f"\nfix: {fixes.pop()}" if len(fixes) == 1 else ""
-        table = Table(title=f"{kind}: {n:,}{more}{common}", show_lines=True, title_justify="left")
+        # cells as plain text: a tool's name or the text a finding quotes is the catalog's own, and
+        # rich would read "[/b]" in it as markup (a crash) or "[red]" as a style
+        table = Table(title=Text(f"{kind}: {n:,}{more}{common}"), show_lines=True, title_justify="left")
         table.add_column("tools", ratio=2, overflow="fold")
         table.add_column("why", ratio=3)
         if not common:
             table.add_column("fix", ratio=2)
         for d in shown:
-            table.add_row("\n".join(d.tools), d.why, *([] if common else [d.fix]))
+            table.add_row(*map(Text, ("\n".join(d.tools), d.why, *([] if common else [d.fix]))))
         console.print(table)
     found = ", ".join(f"{n:,} {kind}" for kind, n in counts.items()) or "no findings"
     print(f"{checkup.tools:,} tools, {checkup.queries:,} requests: {found}")

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .arguments import tool_names
+from .errors import InvalidParameterError
 from .registry import Tool
 
 INSTRUCTION_PATTERNS = [
@@ -38,11 +40,17 @@ INSTRUCTION_PATTERNS = [
     r"(instructions?|prompts?|messages?|rules|guidelines)",
     r"<\s*/?\s*(important|system|instructions?|admin|secret)\s*>",
     r"\b(do\s+not|don't|never)\s+(tell|inform|mention|reveal|show|notify|alert)\b.{0,20}\buser",
-    r"\b(system\s+prompt|developer\s+message|hidden\s+instructions?)\b",
+    # a tool may take a system prompt (a model API): asking for it, or to drop it, is the marker
+    r"\b(reveal|print|repeat|output|show|leak|share|ignore|disregard|override|forget)\b.{0,30}"
+    r"\b(system\s+prompt|developer\s+message)",
+    r"\bhidden\s+instructions?\b",
     r"\b(before|instead\s+of)\s+(using|calling|invoking)\s+(any|every|all|the)\s+(other\s+)?tools?\b",
     r"\byou\s+are\s+now\b",
-    r"\b(send|upload|post|forward|exfiltrate)\b.{0,40}\b(credentials?|passwords?|secrets?|tokens?|api\s+keys?|"
-    r"private\s+keys?|conversation|chat\s+history)\b",
+    # secrets sent somewhere: a tool that sends a token or imports API keys says so without a place
+    r"\b(send|upload|post|forward|exfiltrate|copy)\b.{0,40}\b(credentials?|passwords?|secrets?|tokens?|api\s+keys?|"
+    r"private\s+keys?|conversation|chat\s+history)\b.{0,40}\b(to|into)\s+(https?://|[^\s@]+@|(an?|the|this|my|our|"
+    r"that)\s+(url|address|server|endpoint|webhook|email)|[^\s]+\.(com|net|org|io|ru|cn)\b)",
+    r"\bexfiltrate\b",
 ]
 SENSITIVE_PATTERNS = [
     r"~/\.(ssh|aws|gnupg|kube|docker|config/gcloud)\b",
@@ -95,9 +103,28 @@ _HOMOGLYPHS = str.maketrans(
     {
         "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
         "ԁ": "d", "ɡ": "g", "һ": "h", "ӏ": "l", "ο": "o", "α": "a", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
-        "ρ": "p", "χ": "x", "0": "o", "1": "l", "i": "l", "|": "l",
+        "ρ": "p", "χ": "x", "к": "k", "м": "m", "т": "t", "н": "h", "в": "b", "ԛ": "q", "ԝ": "w", "ɑ": "a",
+        "ı": "l", "ɩ": "l", "ǀ": "l", "ɪ": "l", "ʀ": "r", "0": "o", "1": "l", "i": "l", "|": "l",
     }
 )  # fmt: skip
+# the same letters in text, as the patterns read it (digits and "i"/"l" stay: text is words, not
+# an identifier to tell apart), and the braille blank, which passes for a space
+_TEXT_LOOKALIKES = str.maketrans(
+    {
+        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+        "ԁ": "d", "ɡ": "g", "һ": "h", "ӏ": "l", "ο": "o", "α": "a", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
+        "ρ": "p", "χ": "x", "к": "k", "м": "m", "т": "t", "н": "h", "в": "b", "ԛ": "q", "ԝ": "w", "ɑ": "a",
+        "ı": "i", "ɩ": "i", "ɪ": "i", "ʀ": "r", "\u2800": " ",
+    }
+)  # fmt: skip
+#: Scripts a name may mix without being reported: Japanese (Han, Hiragana, Katakana), Chinese
+#: (Han, Bopomofo), Korean (Han, Hangul), each with Latin (Unicode's UTS #39 "highly
+#: restrictive" level). A script is the first word of a letter's Unicode name.
+_SCRIPT_SETS = (
+    frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"}),
+    frozenset({"LATIN", "CJK", "BOPOMOFO"}),
+    frozenset({"LATIN", "CJK", "HANGUL"}),
+)
 
 
 @dataclass(frozen=True)
@@ -208,24 +235,37 @@ def _scripts(name: str) -> set[str]:
     return {unicodedata.name(c, "?").split()[0] for c in name if c.isalpha()}
 
 
+def _mixed(scripts: set[str]) -> bool:
+    return len(scripts) > 1 and not any(scripts <= allowed for allowed in _SCRIPT_SETS)
+
+
 def _text_findings(text: str) -> list[tuple[str, str]]:
-    """``(kind, detail)`` of what one text of a definition hides or asks for."""
+    """``(kind, detail)`` of what one text of a definition hides or asks for. Text that is not
+    ASCII is also read with compatibility forms (fullwidth, mathematical letters) and look-alike
+    letters folded (a Cyrillic ``о`` in "ignоre"), the detail then said as it reads folded."""
     found = []
     hidden = _hidden(text)
     if hidden:
         found.append(("hidden_unicode", hidden))
     plain = text.isascii()
     folded = text.lower() if plain else text  # the same length: spans map back to ``text``
-    for pattern in _INSTRUCTION_ASCII if plain else _INSTRUCTION:
-        m = pattern.search(folded)
-        if m:
-            found.append(("instruction", text[m.start() : m.end()][:80]))
-            break
-    for pattern in _SENSITIVE_ASCII if plain else _SENSITIVE:
-        m = pattern.search(folded)
-        if m:
-            found.append(("sensitive_path", text[m.start() : m.end()].strip()[:80]))
-            break
+    readings = [(text, folded, "")]
+    if not plain:
+        disguised = unicodedata.normalize("NFKC", text).translate(_TEXT_LOOKALIKES)
+        if disguised != text:
+            readings.append((disguised, disguised, " (look-alike letters folded)"))
+    for kind, patterns in (("instruction", _INSTRUCTION_ASCII if plain else _INSTRUCTION),):
+        for shown, read, note in readings:
+            m = next((m for p in patterns if (m := p.search(read))), None)
+            if m:
+                found.append((kind, shown[m.start() : m.end()][:80] + note))
+                break
+    for kind, patterns in (("sensitive_path", _SENSITIVE_ASCII if plain else _SENSITIVE),):
+        for shown, read, note in readings:
+            m = next((m for p in patterns if (m := p.search(read))), None)
+            if m:
+                found.append((kind, shown[m.start() : m.end()].strip()[:80] + note))
+                break
     return found
 
 
@@ -236,15 +276,23 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
     reads the same as one of them, or as an earlier tool of ``tools``, once case, separators,
     compatibility forms, accents, invisible characters and look-alike letters are folded
     (``read_fiIe``, ``Read-File``, a Cyrillic ``а``, ``read_file`` + U+FE0F, ``read_filé``), is
-    reported as ``shadowing`` on the later tool. Names one edit apart are not reported:
-    real catalogs are full of them (``get_user`` / ``get_users``).
+    reported as ``shadowing`` on the later tool, and on the earlier one too unless it is trusted
+    (either may be the impostor: withholding both serves neither until someone looks). Names
+    one edit apart are not reported: real catalogs are full of them (``get_user`` /
+    ``get_users``).
     """
     findings: list[Finding] = []
     seen: dict[str, str] = {}  # skeleton -> first name with it
-    for name in trusted:
+    trusted_names = set(tool_names("trusted", trusted))  # a lone string is refused, not read letter by letter
+    for name in trusted_names:
         seen.setdefault(skeleton(name), name)
+    shadowed: set[str] = set()  # earlier tools already reported as copied
+    names: list[str] = []
     flagged: dict[str, list[tuple[str, str]]] = {}  # text -> its (kind, detail): catalogs repeat texts
     for tool in tools:
+        if not isinstance(tool, Tool):
+            raise InvalidParameterError(f"scan takes toolsift.Tool objects, not {type(tool).__name__}")
+        names.append(tool.name)
         for field, text in _texts(tool):
             found = flagged.get(text)
             if found is None:
@@ -254,9 +302,16 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
         hidden = _hidden_in_name(tool.name)
         if hidden:
             findings.append(Finding(tool.name, "name", "hidden_unicode", hidden))
-        if len(_scripts(tool.name)) > 1:
-            findings.append(Finding(tool.name, "name", "mixed_script_name", ", ".join(sorted(_scripts(tool.name)))))
+        scripts = _scripts(tool.name)
+        if _mixed(scripts):
+            findings.append(Finding(tool.name, "name", "mixed_script_name", ", ".join(sorted(scripts))))
         other = seen.setdefault(skeleton(tool.name), tool.name)
         if other != tool.name:
             findings.append(Finding(tool.name, "name", "shadowing", f"looks like {other!r}"))
-    return findings
+            if other not in trusted_names and other not in shadowed:
+                # the look-alike may be the one listed first: the earlier tool is reported too, so
+                # that withholding never serves an impostor in place of the tool it copies
+                shadowed.add(other)
+                findings.append(Finding(other, "name", "shadowing", f"looks like {tool.name!r}, listed after it"))
+    positions = {t: i for i, t in reversed(list(enumerate(names)))}  # a name's first position
+    return sorted(findings, key=lambda f: positions[f.tool])  # registry order (a stable sort)
