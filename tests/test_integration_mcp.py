@@ -387,6 +387,50 @@ def test_permissions_withdrawn_at_run_time_apply_to_the_next_request() -> None:
     assert anyio.run(main) == ["ran delete_file", "Unknown tool: delete_file"] and ran == ["delete_file"]
 
 
+def test_a_permission_list_changed_in_place_applies_and_a_raising_function_costs_one_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ran: list[str] = []
+    server = lowlevel([[tool("read_file", "Read a file"), tool("delete_file", "Delete a file")]], ran)
+    table = {"delete_file": ["files"]}
+    front(server, caller={"files"}, permissions=table)
+    other = lowlevel([[tool("read_file", "Read a file"), tool("export_payroll", "Export the payroll")]], ran)
+    front(other, caller=None, permissions=lambda name: {"read_file": None}[name])  # KeyError for the other
+
+    async def main() -> list[str]:
+        answers = []
+        async with Client(server, mode="legacy", cache=None) as client:
+            for _ in range(2):
+                result = await client.call_tool("call_tool", {"name": "delete_file", "arguments": {}})
+                answers.append(text(result))
+                table["delete_file"].append("admin")  # the same list, tightened
+        async with Client(other, mode="legacy", cache=None) as client:
+            answers.append(text(await client.call_tool("call_tool", {"name": "read_file", "arguments": {}})))
+            answers.append(text(await client.call_tool("call_tool", {"name": "export_payroll", "arguments": {}})))
+        return answers
+
+    with caplog.at_level("WARNING", logger="toolsift.integrations.mcp"):
+        got = anyio.run(main)
+    assert got == ["ran delete_file", "Unknown tool: delete_file", "ran read_file", "Unknown tool: export_payroll"]
+    assert ran == ["delete_file", "read_file"] and "permissions('export_payroll') raised KeyError" in caplog.text
+
+
+def test_an_invalid_first_definition_of_a_name_is_not_served_in_place_of_the_indexed_one() -> None:
+    bad = types.Tool(name="read_file", description="Broken", input_schema={"type": "array"})
+    good = types.Tool(name="read_file", description="Read a text file", input_schema={"type": "object"})
+    server = lowlevel([[bad, good]], [])
+    front(server, caller=None, pinned=["read_file"])
+
+    async def main() -> tuple[list[types.Tool], Any]:
+        async with Client(server, mode="legacy", cache=None) as client:
+            listed = (await client.list_tools()).tools
+            return listed, await client.call_tool("tool_search", {"query": "read a text file"})
+
+    listed, found = anyio.run(main)
+    assert [t.description for t in listed if t.name == "read_file"] == ["Read a text file"]
+    assert [t["description"] for t in found.structured_content["tools"]] == ["Read a text file"]
+
+
 def test_readme_mcp_example_runs() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(readme_block("MCP servers"), "README.md", "exec"), namespace)

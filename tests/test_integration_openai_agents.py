@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -11,7 +12,7 @@ from helpers import readme_block, readme_toolbox_prelude
 
 agents = pytest.importorskip("agents")
 
-from agents import Agent, FunctionTool, RunConfig, Runner  # noqa: E402
+from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, Runner  # noqa: E402
 from agents.exceptions import ModelBehaviorError, UserError  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
@@ -222,6 +223,17 @@ def test_a_clone_for_another_caller_remakes_its_own_tools_for_that_caller() -> N
     assert ran == [("refund_policy", "orders.read")]  # the own tool it may use runs as the clone's caller
 
 
+def test_a_clone_does_not_keep_the_first_callers_meta_tool_descriptions() -> None:
+    """Remade from the first caller's definitions, the clone's tool_search described the tools of
+    a caller allowed more (their names), to a caller who may not use them."""
+    billing = toolbox([], caller=("billing.refund",))
+    template = ToolsiftAgent(name="ops", toolbox=billing, tools=function_tools(billing, billing.tools()))
+    reader = template.clone(toolbox=toolbox([], caller=("orders.read",)))
+    tools = asyncio.run(reader.get_all_tools(RunContextWrapper(context=None)))
+    assert "issue_refund" not in json.dumps([[t.name, t.description] for t in tools])
+    assert [t.name for t in tools].count("tool_search") == 1
+
+
 def test_an_agent_given_another_toolbox_never_runs_a_tool_through_the_first() -> None:
     """The agent's converted tools belong to the toolbox they were made for: after
     ``agent.toolbox = other`` (another caller), tool_search and call_tool run as that caller."""
@@ -371,6 +383,33 @@ def test_a_strict_tool_whose_schema_is_not_strict_is_refused_naming_the_tool_and
     with pytest.raises(SchemaError, match="strict") as e:
         function_tool(box, "cancel_order")
     assert (e.value.tool, e.value.field) == ("cancel_order", "strict")
+
+
+def test_a_strict_schema_in_another_order_is_strict_and_an_agent_survives_one_that_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "units": {"type": ["string", "null"], "default": None}},
+        "required": ["units", "city"],
+        "additionalProperties": False,
+    }
+    loose = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a"]}
+    catalog = ts.Catalog(
+        [
+            ts.Tool("get_weather", "Weather for a city", schema, strict=True, core=True),
+            ts.Tool("send_mail", "Send a mail", loose, strict=True, core=True),
+        ]
+    )
+    box = ts.Toolbox(catalog, tiers=ts.ToolTierOptions(core=["get_weather", "send_mail"]))
+    assert function_tool(box, "get_weather").strict_json_schema  # required in another order, a null default
+    agent = ToolsiftAgent(name="ops", toolbox=box)
+    with caplog.at_level("WARNING", logger="toolsift.integrations.openai_agents"):
+        tools = asyncio.run(agent.get_all_tools(RunContextWrapper(context=None)))
+    made = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+    assert list(made) == ["get_weather", "send_mail", "tool_search", "call_tool"]
+    assert made["get_weather"].strict_json_schema and not made["send_mail"].strict_json_schema
+    assert "tool 'send_mail', field 'strict'" in caplog.text
 
 
 def test_an_anthropic_or_mcp_definition_is_refused_rather_than_sent_without_its_schema() -> None:

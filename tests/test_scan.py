@@ -96,7 +96,7 @@ def test_an_impostor_listed_before_the_tool_it_copies_is_never_served_in_its_pla
     impostor, real = ts.Tool("read_fiIe", "Read a file."), ts.Tool("read_file", "Read a text file.")
     index = ts.Index([impostor, real, *CLEAN[1:]], scan="withhold")
     assert not index.allows("read_fiIe") and not index.allows("read_file")
-    assert index.search("read a file", k=5) == [] or "read_fiIe" not in {h.tool.name for h in index.search("read a file")}
+    assert {h.tool.name for h in index.search("read a file")}.isdisjoint({"read_fiIe", "read_file"})
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,8 @@ def test_injections_written_in_look_alike_or_compatibility_letters_are_found(tex
 
 
 def test_names_of_one_writing_system_are_not_mixed_script() -> None:
-    for name in ("\u5929\u6c17\u3092\u8abf\u3079\u308b", "\u30c7\u30fc\u30bf\u53d6\u5f97", "get_\u5929\u6c17", "\ud55c\uad6d\uc5b4_\u6f22\u5b57"):
+    japanese = ("\u5929\u6c17\u3092\u8abf\u3079\u308b", "\u30c7\u30fc\u30bf\u53d6\u5f97", "get_\u5929\u6c17")
+    for name in (*japanese, "\ud55c\uad6d\uc5b4_\u6f22\u5b57"):
         assert scan([ts.Tool(name, "Look up the weather forecast.")]) == [], name
     assert ("get_\u0434ata", "mixed_script_name") in kinds([ts.Tool("get_\u0434ata", "Get data.")])
 

@@ -26,7 +26,7 @@ import inspect
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,12 +81,11 @@ _DEFINITION = ("name", "title", "description", "inputSchema", "outputSchema", "a
 MAX_PAGES = 1000
 
 
-def _first(tools: list[types.Tool]) -> dict[str, types.Tool]:
-    """Each name's first definition in the listing (a name listed twice is served as indexed)."""
-    out: dict[str, types.Tool] = {}
-    for t in tools:
-        out.setdefault(t.name, t)
-    return out
+@dataclass(frozen=True)
+class _Unreadable:
+    """A tool's ``permissions`` that raised: the tool is left out, logged."""
+
+    reason: str
 
 
 @dataclass
@@ -96,11 +95,13 @@ class _Version:
     key: tuple[tuple[str, str], ...]
     index: Index
     listed: Mapping[str, types.Tool]
-    """Each name's first definition, as the server lists it (the one indexed)."""
+    """Each indexed tool's definition, as the server lists it now."""
     granted: list[Any]
-    """The permissions ``permissions`` gave each listed tool."""
+    """The permissions ``permissions`` gave each listed tool (snapshots)."""
     seen: list[types.Tool]
     """A copy of the listing: the same listing next time needs neither digests nor a rebuild."""
+    kept: list[int]
+    """Positions in the listing of the definitions indexed (those :meth:`Front._valid` kept)."""
     boxes: OrderedDict[tuple[str, ...], Toolbox] = field(default_factory=OrderedDict)
     """The toolboxes of the callers seen last, by their sorted distinct permissions (at most
     :data:`BOXES_KEPT`, the least recently used dropped first)."""
@@ -178,28 +179,41 @@ class Front:
         key = tuple((t.name, digest(t)) for t in tools)
         seen = [t.model_copy(deep=True) for t in tools]  # as listed now, whatever the server does to its objects
         if version is None or version.key != key or version.granted != granted:
-            catalog = self._valid(tools, granted)
+            catalog, kept = self._valid(tools, granted)
             index = await anyio.to_thread.run_sync(lambda: Index(catalog, statistics=self.statistics))
-            version = self._version = _Version(key, index, _first(tools), granted, seen)
-        else:  # the same tools to index; what is not indexed (outputSchema, _meta...) is served fresh
-            version.listed, version.seen = _first(tools), seen
+            version = self._version = _Version(key, index, {}, granted, seen, kept)
+        # each indexed tool as the server lists it now: what is not indexed (outputSchema, _meta...)
+        # is served fresh, and a name listed twice is served as the definition that was indexed
+        version.listed, version.seen = {tools[i].name: tools[i] for i in version.kept}, seen
         return version
 
     def _granted(self, name: str) -> Any:
-        """The permissions ``permissions`` gives tool ``name`` (None: those it is listed with)."""
+        """What ``permissions`` gives tool ``name``, as a snapshot (``None``: the permissions it
+        is listed with): a list the caller changes later compares unequal to it, and a function
+        that raises costs that tool only (:class:`_Unreadable`)."""
         if self.permissions is None:
             return None
-        return self.permissions(name) if callable(self.permissions) else self.permissions.get(name)
+        try:
+            value = self.permissions(name) if callable(self.permissions) else self.permissions.get(name)
+        except Exception as e:  # the caller's code: logged when the index is built, never shown
+            return _Unreadable(f"{type(e).__name__}: {e}")
+        if isinstance(value, str) or value is None:
+            return value
+        if isinstance(value, Iterable) and not isinstance(value, Mapping):
+            return tuple(value)  # a generator read once; a list copied as it is now
+        return value  # refused, naming the tool, when the index is built
 
-    def _valid(self, tools: list[types.Tool], granted: list[Any]) -> Catalog:
+    def _valid(self, tools: list[types.Tool], granted: list[Any]) -> tuple[Catalog, list[int]]:
         """The server's tools that can be indexed: one bad definition (a schema that is not an
         object, a bad permission, a name listed twice, in any Unicode form, or taken by a
         meta-tool) costs that tool, logged, not the listing of every caller, and no caller's
         error names it."""
-        catalog, kept = Catalog(), set()
+        catalog, kept, positions = Catalog(), set(), []
         pinned = set(self.tiers.pinned)
-        for listed, perms in zip(tools, granted, strict=True):
+        for i, (listed, perms) in enumerate(zip(tools, granted, strict=True)):
             try:
+                if isinstance(perms, _Unreadable):
+                    raise InvalidToolError(f"permissions({listed.name!r}) raised {perms.reason}", tool=listed.name)
                 if listed.name in (SEARCH, CALL):
                     raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=listed.name)
                 if listed.name in kept:
@@ -214,13 +228,14 @@ class Front:
                 )
                 catalog.append(tool)  # a name that folds like another's is a duplicate too
                 kept.add(listed.name)
+                positions.append(i)
             except ToolsiftError as e:
                 log.warning("toolsift front: tool left out: %s", e)
         named = set(self.permissions) if isinstance(self.permissions, Mapping) else set()
         unknown = sorted(map(str, (named | pinned) - {t.name for t in tools}))
         if unknown:  # a misspelt name would otherwise leave its tool as it came, unnoticed
             log.warning("toolsift front: permissions or pinned name tools the server does not list: %s", unknown[:20])
-        return catalog
+        return catalog, positions
 
     async def caller_of(self, ctx: Context) -> tuple[str, ...]:
         """The permissions of the request's caller."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from agents.tool import ToolErrorFunction
 from agents.tool_context import ToolContext
 
 from ..errors import InvalidParameterError, InvalidToolError, MissingHandlerError, SchemaError, UnknownToolError
-from ..plan import SEARCH, Tier
+from ..plan import CALL, SEARCH, Tier
 from ..registry import Tool
 from ..tiers import Toolbox
 
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 _UNSET: Any = object()
+log = logging.getLogger(__name__)
 
 # what the model may read of a failed call: toolsift's own messages, which say the same for a
 # forbidden tool as for a missing one and name only the tool and the argument at fault
@@ -79,6 +81,7 @@ def function_tool(
     failure_error_function: ToolErrorFunction | None = _UNSET,
     on_result: Callable[[str, Any], None] | None = None,
     defer_loading: bool = False,
+    strict: bool | None = None,
 ) -> FunctionTool:
     """A ``FunctionTool`` that runs ``tool`` through ``toolbox.acall``.
 
@@ -92,6 +95,8 @@ def function_tool(
         on_result: Called with the tool's name and result after each successful call.
         defer_loading: Hide the definition from the model until OpenAI's hosted tool search
             loads it (see :func:`hosted_search_tools`).
+        strict: The SDK's strict mode: ``None`` (default) as the tool's own ``strict`` says,
+            ``False`` never.
 
     Raises:
         UnknownToolError: ``tool`` is a name the caller may not use, or no tool's name.
@@ -115,14 +120,17 @@ def function_tool(
             on_result(name, result)
         return result
 
-    schema, strict = copy.deepcopy(dict(found.parameters)), found.strict is True
-    if strict:
+    schema, sdk_strict = copy.deepcopy(dict(found.parameters)), found.strict is True and strict is not False
+    if sdk_strict:
         _check_strict(name, schema)
-    made = FunctionTool(name, found.description, schema, invoke, strict_json_schema=strict, defer_loading=defer_loading)
+    made = FunctionTool(
+        name, found.description, schema, invoke, strict_json_schema=sdk_strict, defer_loading=defer_loading
+    )
     _options = {
         "failure_error_function": failure_error_function,
         "on_result": on_result,
         "defer_loading": defer_loading,
+        "strict": strict,
     }
     # which caller's toolbox it runs through, and how it was made: a ToolsiftAgent cloned for
     # another caller makes its own tools again for that caller (see ToolsiftAgent.get_all_tools)
@@ -138,7 +146,7 @@ def _check_strict(name: str, schema: dict[str, Any]) -> None:
         rewritten = ensure_strict_json_schema(copy.deepcopy(schema))
     except Exception as e:  # UserError, and KeyError / ValueError / AssertionError for bad $refs
         raise SchemaError(f"strict is set but the SDK refuses the schema: {e}", tool=name, field="strict") from None
-    if rewritten != schema:
+    if _as_strict(rewritten) != _as_strict(schema):
         raise SchemaError(
             "strict is set but the schema is not a strict one (every property required, every object "
             "closed by additionalProperties: false)",
@@ -246,10 +254,18 @@ class ToolsiftAgent(Agent[Any]):
             return tool
         held = self._rebuilt.get(id(tool))
         if held is None or held[0] is not tool or held[1] is not box:
-            try:
-                again: FunctionTool | None = function_tool(box, made[1], **made[2])
-            except UnknownToolError:  # a tool this caller may not use: never shown, never run
-                again = None
+            source = made[1]
+            name = source.name if isinstance(source, Tool) else source if isinstance(source, str) else None
+            if isinstance(source, Mapping):
+                fn = source.get("function", source)
+                name = fn.get("name") if isinstance(fn, Mapping) else None
+            again: FunctionTool | None = None
+            if name not in (SEARCH, CALL):  # the toolbox's own meta-tools come with its tools array
+                try:  # a catalog tool by its name (its definition as this caller's index holds it)
+                    given = name if isinstance(name, str) and name in box.index else source
+                    again = function_tool(box, given, **made[2])
+                except UnknownToolError:  # a tool this caller may not use: never shown, never run
+                    again = None
             held = self._rebuilt[id(tool)] = (tool, box, again)
         return held[2]
 
@@ -262,11 +278,14 @@ class ToolsiftAgent(Agent[Any]):
         held = self._converted.get(name)
         if held is None or held[0] is not box or held[1] != definition:
             on_result = self._load if name == SEARCH and box.tiers is not None else None
-            held = self._converted[name] = (
-                box,
-                definition,
-                function_tool(box, definition or name, on_result=on_result),
-            )
+            try:
+                made = function_tool(box, definition or name, on_result=on_result)
+            except SchemaError as e:  # one tool's strict schema must not cost the agent every tool
+                if e.field != "strict":
+                    raise
+                log.warning("toolsift agent: %s; sent without the SDK's strict mode", e)
+                made = function_tool(box, definition or name, on_result=on_result, strict=False)
+            held = self._converted[name] = (box, definition, made)
         return held[2]
 
     def _load(self, _name: str, result: Any) -> None:
@@ -275,6 +294,20 @@ class ToolsiftAgent(Agent[Any]):
         for definition in json.loads(result):
             if definition["name"] not in self.loaded:
                 self.loaded.append(definition["name"])
+
+
+def _as_strict(schema: Any) -> Any:
+    """``schema`` as the SDK's strict mode compares: ``required`` in any order, and no
+    ``"default": null`` (which the SDK drops from a schema it leaves otherwise as it is)."""
+    if isinstance(schema, dict):
+        return {
+            k: sorted(map(str, v)) if k == "required" and isinstance(v, list) else _as_strict(v)
+            for k, v in schema.items()
+            if not (k == "default" and v is None)
+        }
+    if isinstance(schema, list):
+        return [_as_strict(v) for v in schema]
+    return schema
 
 
 def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> Tool:
