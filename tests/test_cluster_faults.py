@@ -287,3 +287,40 @@ def test_redis_restarted_mid_load_costs_no_request_and_the_replicas_recover(
         for proc in procs:
             stop(proc)
         redis_server.stop()
+
+
+def test_sigterm_shuts_the_replicas_down_cleanly_and_a_killed_supervisor_takes_them_along(
+    redis_server: RedisServer, files_url: str, weather_url: str, tmp_path: Path
+) -> None:
+    """Replicas died on SIGTERM's default action (the supervisor's stop, and systemd's or
+    Docker's): the lister's lock stayed taken for its TTL, each replica's temporary folder was
+    left behind. A supervisor killed outright left its replicas serving the port as orphans."""
+    import redis
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    for ending in ("sigterm", "sigkill"):
+        config = write_config(tmp_path, redis_server.url, files_url, weather_url, free_port())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolsift", "serve", "--config", str(config), "--replicas", "2"],
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        out = Drained(proc)
+        try:
+            out.wait_for(lambda out=out: out.count(r"serving http://") == 2, timeout=90)
+            pids = [int(m) for line in list(out.lines) for m in re.findall(r"replica \d+ pid (\d+)", line)]
+            assert len(pids) == 2 and list(temp.glob("toolsift-replica-*"))
+            if ending == "sigterm":
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(30) == 0
+                holder = redis.Redis.from_url(redis_server.url).get("toolsift:leader") or b""
+                assert not any(f":{pid}:".encode() in holder for pid in pids)  # the lock given up
+                assert list(temp.glob("toolsift-replica-*")) == []  # each replica's folder removed
+            else:
+                proc.kill()
+                proc.wait(10)
+                wait_for(lambda pids=pids: all(gone(pid) for pid in pids), timeout=30)
+        finally:
+            stop(proc)

@@ -370,14 +370,10 @@ def _print_checkup(checkup: Any, limit: int) -> None:
 def serve(args: argparse.Namespace) -> int:
     """Run the MCP gateway described by a TOML config."""
     import os
+    import signal
 
-    try:
-        import anyio
+    from .gateway import load_config
 
-        from .gateway import load_config
-        from .gateway.server import Gateway
-    except ImportError as e:
-        raise MissingExtraError(f"the gateway needs the MCP SDK: pip install 'toolsift[gateway]' ({e})") from None
     config = load_config(args.config)
     overrides = {k: v for k, v in (("transport", args.transport), ("host", args.host), ("port", args.port)) if v}
     if args.port == 0:
@@ -394,10 +390,32 @@ def serve(args: argparse.Namespace) -> int:
         check(config, args.replicas)
         options = [("--config", args.config), ("--transport", args.transport), ("--host", args.host)]
         return supervise(config, args.replicas, [x for option in options if option[1] for x in option])
+    try:  # the MCP SDK only here: a supervisor of replicas does not need it (2.5 s of imports)
+        import anyio
+
+        from .gateway.server import Gateway
+    except ImportError as e:
+        raise MissingExtraError(f"the gateway needs the MCP SDK: pip install 'toolsift[gateway]' ({e})") from None
     token = args.token or os.environ.get("TOOLSIFT_TOKEN")
     gateway = Gateway(config, token=token if config.transport == "stdio" else None)
+
+    async def until_terminated() -> None:
+        """The gateway until it stops or SIGTERM comes (systemd, Docker, a supervisor): then it
+        is cancelled, so that it shuts down as on Ctrl-C (the cluster lock given up, the usage
+        queue flushed, its temporary files removed) instead of dying where it stands."""
+        async with anyio.create_task_group() as tg:
+
+            async def on_sigterm() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM) as received:
+                    async for _ in received:
+                        tg.cancel_scope.cancel()
+
+            tg.start_soon(on_sigterm)
+            await gateway.run()
+            tg.cancel_scope.cancel()
+
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(gateway.run)
+        anyio.run(until_terminated)
     return 0
 
 
