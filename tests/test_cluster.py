@@ -318,3 +318,49 @@ def test_the_readme_cluster_config_is_valid_and_its_section_short() -> None:
     assert block is not None
     config = parse(tomllib.loads(block.group(1) + "[servers.a]\ncommand = 'x'\n"), "README")
     assert config.cluster is not None and config.cluster.redis.startswith("redis://")
+
+
+def test_a_port_another_program_holds_is_said_and_replicas_are_not_restarted_for_ever(
+    weather_url: str, redis_server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bind failed after the whole start-up, as a raw exception group; under --replicas the
+    supervisor restarted every replica after each failure, for ever."""
+    import socket
+    import subprocess
+    import sys
+
+    from gateway_support import config_text as single_config
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    try:
+        path = tmp_path / "gateway.toml"
+        path.write_text(single_config(weather_url, tmp_path))
+        assert cli.main(["serve", "--config", str(path), "--port", str(port)]) == 2
+        assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+        clustered = tmp_path / "clustered.toml"
+        clustered.write_text(
+            single_config(weather_url, tmp_path) + f"\n[cluster]\nredis = {json.dumps(redis_server.url)}\n"
+        )
+        supervisor = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolsift",
+                "serve",
+                "--config",
+                str(clustered),
+                "--port",
+                str(port),
+                "--replicas",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert supervisor.returncode == 2 and "refused its configuration" in supervisor.stderr
+    finally:
+        held.close()

@@ -414,9 +414,28 @@ def serve(args: argparse.Namespace) -> int:
             await gateway.run()
             tg.cancel_scope.cancel()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(until_terminated)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(until_terminated)
+    except Exception as group:  # a task group's (an exception group): toolsift's own error is said as such
+        if not isinstance(getattr(group, "exceptions", None), tuple):
+            raise
+        raise next(_leaves(group)) from None
     return 0
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions a group holds, at any depth, toolsift's own first."""
+    found: list[BaseException] = []
+    stack = [error]
+    while stack:
+        e = stack.pop()
+        inner = getattr(e, "exceptions", None)  # BaseExceptionGroup (the exceptiongroup backport before 3.11)
+        if isinstance(inner, tuple):
+            stack.extend(reversed(inner))
+        else:
+            found.append(e)
+    yield from sorted(found, key=lambda e: not isinstance(e, ToolsiftError))
 
 
 class _Renamed(argparse.Action):

@@ -34,6 +34,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import (
+    GatewayConfigError,
     InvalidParameterError,
     StoreUnavailableError,
     ToolsiftError,
@@ -822,7 +823,13 @@ class Gateway:
                 while not (self.version.number > 0 and self.version.ready.is_set()):
                     await anyio.sleep(0.02)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((c.host, c.port))
+        try:
+            sock.bind((c.host, c.port))
+        except OSError as e:  # a port another program holds: said, not a traceback
+            sock.close()
+            raise GatewayConfigError(
+                f"cannot listen on {c.host}:{c.port}: {e.strerror or e}", path=c.source, field="gateway.port"
+            ) from None
         sock.listen(2048)  # connections queue from now on, even while the first listings are built
         self.port = sock.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

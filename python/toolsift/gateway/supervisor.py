@@ -4,7 +4,9 @@ Each replica is a ``toolsift serve`` process of its own whose listening socket s
 ``SO_REUSEPORT``, so the kernel spreads new connections among the live replicas (Linux; one
 connection always reaches the same replica). The replicas share their state through the
 config's ``[cluster]`` Redis, which is required. The supervisor restarts a replica that exits
-(after :data:`RESTART_DELAY_S`) and stops them all on ``SIGTERM`` or Ctrl-C.
+(after :data:`RESTART_DELAY_S`), unless it refused its configuration (:data:`USAGE_ERROR`: then
+it stops them all and exits with it), and stops them all on ``SIGTERM`` or Ctrl-C; a replica
+gets ``SIGTERM`` when the supervisor dies.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from ..errors import GatewayConfigError
 from .config import GatewayConfig
 
 RESTART_DELAY_S = 1.0
+#: The exit status of ``toolsift`` for an error it names (a bad configuration): a replica that
+#: exits with it is not restarted, and the supervisor stops with it.
+USAGE_ERROR = 2
 
 
 def check(config: GatewayConfig, replicas: int) -> None:
@@ -72,6 +77,11 @@ def supervise(config: GatewayConfig, replicas: int, argv: Sequence[str]) -> int:
         while not stopping:
             for i, child in enumerate(children):
                 if child is None or child.poll() is not None:
+                    if child is not None and child.returncode == USAGE_ERROR:
+                        # a configuration the replica refused (a port another program holds...):
+                        # starting it again would fail again, for ever
+                        print(f"toolsift serve: replica {i} refused its configuration; stopping", file=sys.stderr)
+                        return USAGE_ERROR
                     if child is not None:
                         print(f"toolsift serve: replica {i} exited ({child.returncode}); restarting", file=sys.stderr)
                         time.sleep(RESTART_DELAY_S)
