@@ -364,3 +364,29 @@ def test_a_port_another_program_holds_is_said_and_replicas_are_not_restarted_for
         assert supervisor.returncode == 2 and "refused its configuration" in supervisor.stderr
     finally:
         held.close()
+
+
+def test_a_version_number_that_is_not_whole_is_ignored_and_published_over(redis_server: RedisServer) -> None:
+    """A fraction (or text) in the version field raised a raw ValueError on every tick, for
+    good; and the publish script kept fractions from then on."""
+    import redis
+
+    from toolsift.gateway.cluster import Cluster
+
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = "fraction"
+    client.hset(f"{prefix}:catalog", mapping={"version": "2.5", "manifest": b"{}", "snapshot": b"x"})
+
+    async def main() -> tuple[int | None, object, int | None, object]:
+        cluster = Cluster(redis_server.url, prefix=prefix, lock_ttl=5.0)
+        try:
+            stored, fetched = await cluster.stored_version(), await cluster.fetch()
+            assert await cluster.elect()
+            number = await cluster.publish(0, b"{}", b"snapshot")
+            return stored, fetched, number, client.hget(f"{prefix}:catalog", "version")
+        finally:
+            await cluster.close()
+
+    stored, fetched, number, written = anyio.run(main)
+    assert (stored, fetched) == (0, None)  # nothing loadable until the lister publishes over it
+    assert number == 3 and written == b"3"  # a whole number again (2.5 floored, plus one)

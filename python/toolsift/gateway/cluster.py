@@ -63,7 +63,7 @@ _PUBLISH = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return false
 end
-local stored = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
+local stored = math.floor(tonumber(redis.call('HGET', KEYS[2], 'version') or '0') or 0)
 local version = math.max(stored, tonumber(ARGV[2])) + 1
 redis.call('HSET', KEYS[2], 'version', version, 'manifest', ARGV[3], 'snapshot', ARGV[4])
 redis.call('PUBLISH', KEYS[3], 'catalog ' .. version)
@@ -143,7 +143,7 @@ class Cluster:
             self._reached(False, e)
             return None
         self._reached(True)
-        return int(got or 0)
+        return _number(got) or 0
 
     async def fetch(self) -> Stored | None:
         """The stored version, or ``None`` (none stored, or Redis unreachable)."""
@@ -153,9 +153,10 @@ class Cluster:
             self._reached(False, e)
             return None
         self._reached(True)
-        if got[0] is None or got[1] is None or got[2] is None:
+        number = _number(got[0])
+        if number is None or got[1] is None or got[2] is None:
             return None
-        return Stored(int(got[0]), bytes(got[1]), bytes(got[2]))
+        return Stored(number, bytes(got[1]), bytes(got[2]))
 
     async def publish(self, after: int, manifest: bytes, snapshot: bytes) -> int | None:
         """Stores and announces a version numbered above ``after`` and the stored one; its number,
@@ -291,3 +292,15 @@ def _row(r: Any) -> Row:
     if not isinstance(hidden, bool) or not isinstance(cut, int):
         raise SnapshotError("hidden must be a boolean and cut an integer")
     return name, server, upstream, digest, hidden, cut
+
+
+def _number(raw: object) -> int | None:
+    """A stored version number, or ``None`` for none or one that is not a whole number (written
+    by something else than a lister: nothing to load until the lister publishes over it)."""
+    if raw is None:
+        return None
+    try:
+        return int(raw)  # type: ignore[call-overload,no-any-return]  # bytes or str from Redis: digits only
+    except (TypeError, ValueError):
+        log.warning("cluster: the stored version number %r is not a whole number: ignored", raw)
+        return None
