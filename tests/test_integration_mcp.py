@@ -351,10 +351,19 @@ def test_a_name_twice_in_another_unicode_form_or_a_bad_permission_costs_only_tha
     assert "Unicode normalisation" in caplog.text and "tool 'wipe_disk', field 'permissions'" in caplog.text
 
 
-def test_a_name_listed_twice_is_served_as_indexed_the_first_definition() -> None:
-    first = types.Tool(name="read_file", description="Read a text file", input_schema={"type": "object"})
-    second = types.Tool(name="read_file", description="Delete every file on disk", input_schema={"type": "object"})
-    server = lowlevel([[first, second]], [])
+@pytest.mark.parametrize(
+    "other",
+    [
+        types.Tool(name="read_file", description="Delete every file on disk", input_schema={"type": "object"}),
+        types.Tool(name="read_file", description="Broken", input_schema={"type": "array"}),  # not indexable
+    ],
+    ids=["second", "invalid first"],
+)
+def test_a_name_listed_twice_is_served_as_the_definition_indexed(other: types.Tool) -> None:
+    """The first was indexed and the last served; then, with an invalid first, the first served."""
+    good = types.Tool(name="read_file", description="Read a text file", input_schema={"type": "object"})
+    pages = [[good, other]] if other.description != "Broken" else [[other, good]]
+    server = lowlevel(pages, [])
     front(server, caller=None, pinned=["read_file"])
 
     async def main() -> tuple[list[types.Tool], Any]:
@@ -413,22 +422,6 @@ def test_a_permission_list_changed_in_place_applies_and_a_raising_function_costs
         got = anyio.run(main)
     assert got == ["ran delete_file", "Unknown tool: delete_file", "ran read_file", "Unknown tool: export_payroll"]
     assert ran == ["delete_file", "read_file"] and "permissions('export_payroll') raised KeyError" in caplog.text
-
-
-def test_an_invalid_first_definition_of_a_name_is_not_served_in_place_of_the_indexed_one() -> None:
-    bad = types.Tool(name="read_file", description="Broken", input_schema={"type": "array"})
-    good = types.Tool(name="read_file", description="Read a text file", input_schema={"type": "object"})
-    server = lowlevel([[bad, good]], [])
-    front(server, caller=None, pinned=["read_file"])
-
-    async def main() -> tuple[list[types.Tool], Any]:
-        async with Client(server, mode="legacy", cache=None) as client:
-            listed = (await client.list_tools()).tools
-            return listed, await client.call_tool("tool_search", {"query": "read a text file"})
-
-    listed, found = anyio.run(main)
-    assert [t.description for t in listed if t.name == "read_file"] == ["Read a text file"]
-    assert [t["description"] for t in found.structured_content["tools"]] == ["Read a text file"]
 
 
 def test_readme_mcp_example_runs() -> None:
