@@ -107,6 +107,8 @@ def test_an_impostor_listed_before_the_tool_it_copies_is_never_served_in_its_pla
         ("read_fi\u0269e", "read_file"),  # Latin iota
         ("read_fi\u01c0e", "read_file"),  # dental click
         ("\u0280ead_file", "read_file"),  # small capital R
+        ("read_f\u0456le", "read_file"),  # Cyrillic i
+        ("read_f\u03b9le", "read_file"),  # Greek iota
         ("read_f\u026aie", "read_file"),  # small capital I
         ("\u0455\u0435\u0435\u043a", "seek"),  # all Cyrillic, one script
         ("\u041a\u0415\u0423", "KEY"),

@@ -98,25 +98,21 @@ _ZWJ, _KEYCAP = "\u200d", "\u20e3"
 # emoji that are punctuation or letters: double exclamation, interrobang, information source,
 # wavy dash, part alternation mark
 _EMOJI_NOT_SYMBOLS = frozenset("\u203c\u2049\u2139\u3030\u303d")
-# Latin look-alikes from other scripts and digits that pass for letters in names
+# Latin look-alikes from other scripts, as text reads them (the patterns match words)
+_LOOKALIKE_LETTERS = {
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+    "ԁ": "d", "ɡ": "g", "һ": "h", "ӏ": "l", "ο": "o", "α": "a", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
+    "ρ": "p", "χ": "x", "к": "k", "м": "m", "т": "t", "н": "h", "в": "b", "ԛ": "q", "ԝ": "w", "ɑ": "a",
+    "ı": "i", "ɩ": "i", "ɪ": "i", "ʀ": "r",
+}  # fmt: skip
+# text: those letters, and the braille blank, which passes for a space
+_TEXT_LOOKALIKES = str.maketrans({**_LOOKALIKE_LETTERS, "\u2800": " "})
+# names: those letters too, but where an identifier must be told apart, i and l meet (``read_fiIe``,
+# Cyrillic U+0456), and so do the digits and the bar that pass for letters
 _HOMOGLYPHS = str.maketrans(
-    {
-        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
-        "ԁ": "d", "ɡ": "g", "һ": "h", "ӏ": "l", "ο": "o", "α": "a", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
-        "ρ": "p", "χ": "x", "к": "k", "м": "m", "т": "t", "н": "h", "в": "b", "ԛ": "q", "ԝ": "w", "ɑ": "a",
-        "ı": "l", "ɩ": "l", "ǀ": "l", "ɪ": "l", "ʀ": "r", "0": "o", "1": "l", "i": "l", "|": "l",
-    }
-)  # fmt: skip
-# the same letters in text, as the patterns read it (digits and "i"/"l" stay: text is words, not
-# an identifier to tell apart), and the braille blank, which passes for a space
-_TEXT_LOOKALIKES = str.maketrans(
-    {
-        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
-        "ԁ": "d", "ɡ": "g", "һ": "h", "ӏ": "l", "ο": "o", "α": "a", "ν": "v", "τ": "t", "ι": "i", "κ": "k",
-        "ρ": "p", "χ": "x", "к": "k", "м": "m", "т": "t", "н": "h", "в": "b", "ԛ": "q", "ԝ": "w", "ɑ": "a",
-        "ı": "i", "ɩ": "i", "ɪ": "i", "ʀ": "r", "\u2800": " ",
-    }
-)  # fmt: skip
+    {k: "l" if v == "i" else v for k, v in _LOOKALIKE_LETTERS.items()}
+    | {"ǀ": "l", "0": "o", "1": "l", "i": "l", "|": "l"}
+)
 #: Scripts a name may mix without being reported: Japanese (Han, Hiragana, Katakana), Chinese
 #: (Han, Bopomofo), Korean (Han, Hangul), each with Latin (Unicode's UTS #39 "highly
 #: restrictive" level). A script is the first word of a letter's Unicode name.
@@ -254,17 +250,15 @@ def _text_findings(text: str) -> list[tuple[str, str]]:
         disguised = unicodedata.normalize("NFKC", text).translate(_TEXT_LOOKALIKES)
         if disguised != text:
             readings.append((disguised, disguised, " (look-alike letters folded)"))
-    for kind, patterns in (("instruction", _INSTRUCTION_ASCII if plain else _INSTRUCTION),):
+    for kind, patterns in (
+        ("instruction", _INSTRUCTION_ASCII if plain else _INSTRUCTION),
+        ("sensitive_path", _SENSITIVE_ASCII if plain else _SENSITIVE),
+    ):
         for shown, read, note in readings:
             m = next((m for p in patterns if (m := p.search(read))), None)
             if m:
-                found.append((kind, shown[m.start() : m.end()][:80] + note))
-                break
-    for kind, patterns in (("sensitive_path", _SENSITIVE_ASCII if plain else _SENSITIVE),):
-        for shown, read, note in readings:
-            m = next((m for p in patterns if (m := p.search(read))), None)
-            if m:
-                found.append((kind, shown[m.start() : m.end()].strip()[:80] + note))
+                span = shown[m.start() : m.end()]
+                found.append((kind, (span if kind == "instruction" else span.strip())[:80] + note))
                 break
     return found
 
