@@ -134,7 +134,7 @@ def function_tool(
     }
     # which caller's toolbox it runs through, and how it was made: a ToolsiftAgent cloned for
     # another caller makes its own tools again for that caller (see ToolsiftAgent.get_all_tools)
-    made._toolsift_made = (toolbox, tool, _options)  # type: ignore[attr-defined]
+    made._toolsift_made = (toolbox, name, tool, _options)  # type: ignore[attr-defined]
     return made
 
 
@@ -254,16 +254,11 @@ class ToolsiftAgent(Agent[Any]):
             return tool
         held = self._rebuilt.get(id(tool))
         if held is None or held[0] is not tool or held[1] is not box:
-            source = made[1]
-            name = source.name if isinstance(source, Tool) else source if isinstance(source, str) else None
-            if isinstance(source, Mapping):
-                fn = source.get("function", source)
-                name = fn.get("name") if isinstance(fn, Mapping) else None
+            _, name, source, options = made
             again: FunctionTool | None = None
             if name not in (SEARCH, CALL):  # the toolbox's own meta-tools come with its tools array
                 try:  # a catalog tool by its name (its definition as this caller's index holds it)
-                    given = name if isinstance(name, str) and name in box.index else source
-                    again = function_tool(box, given, **made[2])
+                    again = function_tool(box, name if name in box.index else source, **options)
                 except UnknownToolError:  # a tool this caller may not use: never shown, never run
                     again = None
             held = self._rebuilt[id(tool)] = (tool, box, again)
