@@ -243,6 +243,68 @@ def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica
         replicas.close()
 
 
+@pytest.mark.parametrize("fault", ["lock_lost", "unreachable"])
+def test_a_lister_that_lost_the_lock_while_publishing_leaves_the_acceptance_to_the_new_one(
+    redis_server: RedisServer, files_url: str, weather_url: str, tmp_path: Path, fault: str
+) -> None:
+    """A lister that stalls past lock_ttl between building a version and storing it (the store
+    refuses it), or that cannot reach Redis then (it serves the version alone meanwhile): it
+    kept serving that version under a number the new lister gave another catalog, and forgot the
+    admin's acceptance applied there, which then never reached the new lister (the change stayed
+    held on every other replica)."""
+    import redis
+
+    text = config_text(redis_server.url, files_url, weather_url, tmp_path, strict_schema_changes=True)
+    replicas = Replicas(text, tmp_path, 2)
+    store = redis.Redis.from_url(redis_server.url)
+    try:
+        wait_for(replicas.converged)
+        old, new = replicas.lister(), replicas.others()[0]
+
+        async def reword() -> None:
+            async with session(new, ROOT) as root:
+                assert text_of(await call(root, "files__reword", {})) == "reworded"
+
+        anyio.run(reword)
+        for gateway in replicas.gateways:
+            wait_for(lambda g=gateway: "files__read_file" in g.held(), timeout=VISIBLE_WITHIN_S)
+        before = old.version.number
+        assert old.replication is not None and new.replication is not None
+        cluster, handed = old.replication.cluster, []
+        script = cluster._publish
+
+        async def stalled(keys: list[str], args: list[object]) -> object:
+            if not handed:  # the lock expired during the stall and the other replica took it
+                handed.append(store.set(keys[0], new.replication.cluster.id, px=60_000))
+                if fault == "unreachable":
+                    raise redis.ConnectionError("Redis unreachable from the lister")
+            return await script(keys=keys, args=args)
+
+        cluster._publish = stalled
+
+        async def accept() -> None:
+            async with session(old, ROOT) as root:
+                review = await root.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                assert json.loads(text_of(review))["accepted"] == ["files__read_file"]
+
+        anyio.run(accept)
+        assert handed
+        if fault == "lock_lost":  # that version is dropped: the new lister's are the cluster's
+            assert not cluster.leading and old.version.number == before
+            assert "files__read_file" not in old.version.entries
+        else:  # served here until Redis is back, then replaced by the stored one of that number
+            assert old.version.number == before + 1 and "files__read_file" in old.version.entries
+        wait_for(lambda: new.replication is not None and new.replication.cluster.leading)
+        for gateway in replicas.gateways:  # the new lister applied the acceptance; the old one loaded it
+            wait_for(lambda g=gateway: "files__read_file" in g.version.entries, timeout=VISIBLE_WITHIN_S)
+        wait_for(lambda: old.version.number == new.version.number, timeout=VISIBLE_WITHIN_S)
+        assert old.version.number > before and sorted(old.version.entries) == sorted(new.version.entries)
+        wait_for(lambda: store.hgetall("toolsift:acks") == {})  # forgotten once stored, not before
+    finally:
+        store.close()
+        replicas.close()
+
+
 @pytest.mark.parametrize(
     ("text", "field"),
     [

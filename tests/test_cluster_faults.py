@@ -201,10 +201,13 @@ def replicas_on_one_port(
 ) -> Iterator[tuple[int, Drained]]:
     port = free_port()
     config = write_config(tmp_path, redis_server.url, files_url, weather_url, port)
-    proc = serve("--config", str(config), "--replicas", "3")
+    proc = serve("--config", str(config), "--replicas", "3", "--verbose")
     out = Drained(proc)
     try:
         out.wait_for(lambda: out.count(r"serving http://") == 3, timeout=60)
+        # --verbose reaches the replicas (it used to stop at the supervisor): each logs its builds
+        out.wait_for(lambda: out.count(r"^toolsift: indexed \d+ tools") >= 1, timeout=30)  # the lister
+        out.wait_for(lambda: out.count(r"^toolsift: loaded \d+ tools") >= 2, timeout=30)  # the others
         wait_for(lambda: all(serving([port]) for _ in range(6)), timeout=30)
         yield port, out
     finally:

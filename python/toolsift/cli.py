@@ -389,7 +389,8 @@ def serve(args: argparse.Namespace) -> int:
 
         check(config, args.replicas)
         options = [("--config", args.config), ("--transport", args.transport), ("--host", args.host)]
-        return supervise(config, args.replicas, [x for option in options if option[1] for x in option])
+        passed = [x for option in options if option[1] for x in option] + (["--verbose"] if args.verbose else [])
+        return supervise(config, args.replicas, passed)
     try:  # the MCP SDK only here: a supervisor of replicas does not need it (2.5 s of imports)
         import anyio
 

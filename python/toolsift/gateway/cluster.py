@@ -160,7 +160,8 @@ class Cluster:
 
     async def publish(self, after: int, manifest: bytes, snapshot: bytes) -> int | None:
         """Stores and announces a version numbered above ``after`` and the stored one; its number,
-        or ``None`` when this replica no longer holds the lock or Redis cannot be reached."""
+        or ``None`` when Redis cannot be reached or this replica no longer holds the lock (then
+        :attr:`leading` is false: another replica lists)."""
         keys = [self._keys["leader"], self._keys["catalog"], self._keys["events"]]
         try:
             number = await self._publish(keys=keys, args=[self.id, after, manifest, snapshot])

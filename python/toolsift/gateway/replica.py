@@ -11,8 +11,14 @@ renews (or tries to take) the lister's lock and reads the stored version number:
   (digests included, so a change held by the old lister stays held), then applies the latest
   listing of each of its upstreams.
 
+A lister that finds, when it publishes, that it lost the lock (it stalled past ``lock_ttl`` and
+another replica took over) does not put that version in service: the new lister's versions are
+the cluster's, and an acceptance applied in it stays in Redis for the new lister to apply. An
+acceptance is forgotten only once a version that applies it is stored.
+
 While Redis cannot be reached, every replica serves the version it has (the lister keeps applying
-listings locally, and publishes once Redis is back), usage is counted locally and written later
+listings locally, and publishes once Redis is back; if another replica listed meanwhile, its
+stored version replaces the local one even under the same number), usage is counted locally and written later
 (:class:`~toolsift.RedisUsageStore`), and an acknowledgement fails with
 :class:`~toolsift.errors.StoreUnavailableError`.
 """
@@ -73,6 +79,7 @@ class Replicated(Protocol):
     telemetry: Telemetry
 
     def holds_changes(self) -> bool: ...
+    def forget_table(self) -> None: ...
     async def take_over(self, tables: Callable[[Version], tuple[dict[str, Entry], dict[str, Entry]]]) -> None: ...
     def renumber(self, number: int) -> None: ...
     async def put_in_service(self, names: Iterable[str], digests: Mapping[str, str] | None = None) -> list[str]: ...
@@ -89,6 +96,9 @@ class Replication:
         self.gateway = gateway
         self.cluster = Cluster(config.redis, prefix=config.prefix, lock_ttl=config.lock_ttl)
         self._payload: tuple[bytes, bytes] | None = None  # the last version this replica published
+        self.local = False
+        """Whether the version in service was made here and is not stored (Redis was unreachable)."""
+        self._unsettled: set[str] = set()  # acceptances applied in a version not stored yet
         self._wake = anyio.Event()
         self._folder = tempfile.TemporaryDirectory(
             prefix="toolsift-replica-", ignore_cleanup_errors=True
@@ -138,16 +148,32 @@ class Replication:
         if await cluster.elect() and not was:
             await self._lead()
             return
+        if was and not cluster.leading:
+            self._resigned("another replica holds the lock")
         stored = await cluster.stored_version()
         if stored is None:
             return
         if cluster.leading:
-            if stored < gateway.version.number and self._payload is not None:
+            if (stored < gateway.version.number or self.local) and self._payload is not None:
                 await self._republish()
             if gateway.holds_changes():
                 await self._apply_acks()
-        elif stored > gateway.version.number and stored != self._refused_version:
+        elif self._replaces(stored) and stored != self._refused_version:
             await self._load()
+
+    def _replaces(self, number: int) -> bool:
+        """Whether the stored version ``number`` is to replace the one in service: a newer one,
+        or any when the one in service was made here and never stored (while Redis was out of
+        reach, another lister's may carry the same number)."""
+        return number > self.gateway.version.number or (self.local and number > 0)
+
+    def _resigned(self, why: str) -> None:
+        """This replica no longer lists: what it applied to its tool table and did not store is
+        left to the new lister, and its table is taken over again when it lists once more."""
+        log.warning("cluster: replica %s no longer lists (%s)", self.cluster.id, why)
+        self.gateway.log.write("lister_lost", replica=self.cluster.id, version=self.gateway.version.number, why=why)
+        self.gateway.forget_table()
+        self._payload, self._unsettled = None, set()
 
     async def _lead(self) -> None:
         gateway = self.gateway
@@ -166,23 +192,42 @@ class Replication:
         not be published (Redis unreachable, or the lock lost: then another replica lists)."""
         manifest = encode_manifest(table, held)
         snapshot = await anyio.to_thread.run_sync(snapshot_bytes, index)
-        self._payload = (manifest, snapshot)
         number = await self.cluster.publish(self.gateway.version.number, manifest, snapshot)
-        if number is None:
-            log.warning("cluster: version not published (Redis unreachable or lock lost); serving it here")
+        if number is not None:
+            self._payload = (manifest, snapshot)
+            await self._stored()
+        elif self.cluster.leading:
+            log.warning("cluster: Redis unreachable; serving the new version here, stored once Redis is back")
+            self._payload, self.local = (manifest, snapshot), True
+        else:
+            self._resigned("lock lost while publishing: that version is dropped")
         return number
 
     async def _republish(self) -> None:
         assert self._payload is not None
         number = await self.cluster.publish(self.gateway.version.number, *self._payload)
         if number is not None:
-            log.warning("cluster: Redis had no current version; stored version %d again", number)
+            log.warning("cluster: Redis did not have the version in service; stored it as version %d", number)
             self.gateway.renumber(number)
+            await self._stored()
+        elif not self.cluster.leading:
+            self._resigned("lock lost while storing the version in service again")
+
+    async def _stored(self) -> None:
+        """The version in service is in Redis: the acceptances it applied are forgotten."""
+        self.local = False
+        done, self._unsettled = sorted(self._unsettled), set()
+        await self.cluster.settle(done)
 
     async def _apply_acks(self) -> list[str]:
         accepted = await self.cluster.accepted()
         done = await self.gateway.put_in_service(list(accepted), accepted)
-        await self.cluster.settle(done)
+        if not done or not self.cluster.leading:  # lock lost: left in Redis for the new lister
+            return done
+        if self.local:  # forgotten once the version applying them is stored
+            self._unsettled.update(done)
+        else:
+            await self.cluster.settle(done)
         return done
 
     async def acknowledge(self, names: list[str]) -> list[str]:
@@ -198,7 +243,7 @@ class Replication:
     async def _load(self) -> None:
         gateway, started = self.gateway, time.perf_counter()
         stored = await self.cluster.fetch()
-        if stored is None or stored.version <= gateway.version.number:
+        if stored is None or not self._replaces(stored.version):
             return
         try:
             work = (stored.version, stored.manifest, stored.snapshot)
@@ -213,12 +258,13 @@ class Replication:
             if name in index:  # O(1); index.names is a fresh list
                 tool = index.tool(index.position(name))
                 entries[name] = _entry(server, upstream, tool, digest, hidden, cut)
-        if stored.version <= gateway.version.number:  # a newer one came in meanwhile
+        if not self._replaces(stored.version):  # a newer one came in meanwhile
             return
         # each scope's learned texts on the new tools, as the lister's own swap does
         learned = await anyio.to_thread.run_sync(gateway.learned_indexes, index, {})
-        if stored.version <= gateway.version.number:
+        if not self._replaces(stored.version):
             return
+        self._payload, self.local = None, False  # what this replica made and did not store is dropped
         gateway.version = version = Version(stored.version, entries, index, held=held, table=table, learned=learned)
         gateway.telemetry.reindexed(version.number, len(entries), len(held), "loaded", time.perf_counter() - started)
         self.loaded += 1

@@ -367,6 +367,9 @@ class Gateway:
         number = self.version.number + 1
         if self.replication is not None:  # the lister: stored and announced for the other replicas
             number = await self.replication.publish(index, table, held) or number
+            if not self.replication.cluster.leading:  # lost the lock meanwhile: another lists now
+                self.log.write("version_dropped", version=number)
+                return
         self.telemetry.reindexed(number, len(live), len(held), "listed", time.perf_counter() - started)
         self._table_version = number
         self.version = version = Version(number, live, index, held=held, table=table, learned=learned)
@@ -387,13 +390,19 @@ class Gateway:
     async def take_over(self, tables: Callable[[Version], tuple[dict[str, Entry], dict[str, Entry]]]) -> None:
         """Makes ``tables(version)`` (the tool table and held changes of the version in service)
         this gateway's own when that version is newer than its table (versions another lister
-        made), then applies the latest listing of every server: a replica becoming the lister."""
+        made) or the table was forgotten, then applies the latest listing of every server: a
+        replica becoming the lister."""
         async with self._lock:
             if self.version.number > self._table_version:
                 self._table, self._held = tables(self.version)
                 self._seen, self._table_version = set(), self.version.number
         for server, tools in list(self._listed.items()):
             await self._apply(server, tools)
+
+    def forget_table(self) -> None:
+        """This replica stopped listing: its tool table may hold changes that are not in service,
+        so the next :meth:`take_over` starts again from the version in service."""
+        self._table_version = -1
 
     def renumber(self, number: int) -> None:
         """The version in service, and the table it was made from, are stored as ``number``."""
