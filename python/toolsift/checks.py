@@ -37,6 +37,10 @@ class View:
         self.perms: tuple[str, ...] = tuple(index.permissions()) if for_caller is None else _perms(for_caller)
         self.positions = [i for i in range(len(index)) if index.allows(index.name(i), caller=self.perms)]
         self.tools = [index.tool(i) for i in self.positions]
+        # the owner also sees what the scanner withheld (indexed, never emitted): why a tool is missing
+        allowed = set(self.positions)
+        self.withheld = [index.name(i) for i in range(len(index)) if for_caller is None and i not in allowed]
+        self.scanned = self.tools if not self.withheld else [index.tool(i) for i in range(len(index))]
         self.names = {t.name for t in self.tools}
         self.at = {p: j for j, p in enumerate(self.positions)}  # registry position -> place here
         self.name_words = [set(_core.tokenize(t.name)) for t in self.tools]
@@ -101,8 +105,10 @@ def poisoned(view: View) -> Iterable[Diagnosis]:
         "mixed_script_name": "rename it in one script",
         "shadowing": "rename or drop the look-alike; until then Index(scan='withhold') never emits it",
     }
-    for f in scan(view.tools):
-        yield Diagnosis("poisoned", (f.tool,), f"{f.kind} in {f.field}: {f.detail}", fixes[f.kind], {"scan": f.kind})
+    withheld = set(view.withheld)
+    for f in scan(view.scanned):
+        detail = f"{f.kind} in {f.field}: {f.detail}" + (" (withheld by the index)" if f.tool in withheld else "")
+        yield Diagnosis("poisoned", (f.tool,), detail, fixes[f.kind], {"scan": f.kind, "withheld": f.tool in withheld})
 
 
 def confusable(view: View, batch: list[list[Hit]]) -> Iterable[Diagnosis]:

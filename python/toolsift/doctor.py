@@ -32,7 +32,9 @@ pin           more than :data:`PIN_SHARE` of the users (a :class:`~toolsift.Usag
               the requests use the tool: search is for the long tail, this one should be core.
 ============  ===============================================================================
 
-The doctor is a catalog owner's tool and sees the whole catalog by default. With
+The doctor is a catalog owner's tool and sees the whole catalog by default, tools an
+``Index(scan="withhold")`` withholds included (their ``poisoned`` findings say so; the other
+checks rank, and so skip them). With
 ``for_caller=perms`` it sees only what that caller may use, ranks as that caller's searches do,
 and names no other tool in any finding.
 """
@@ -160,7 +162,7 @@ def doctor(
         *checks.token_hogs(view, budget, k),
         *checks.pins(view, labelled, labels, usage),
     ]
-    return Checkup(len(view.tools), len(labelled), k, budget, tuple(found))
+    return Checkup(len(view.scanned), len(labelled), k, budget, tuple(found))
 
 
 def _index(catalog: Catalog | Iterable[Tool] | Index, index: Index | None) -> Index:

@@ -220,7 +220,10 @@ class Index:
         self._core_count: int = parts.core.num_core()
         self._scoring, self._statistics = parts.scoring, statistics
         self.findings: tuple[Finding, ...] = parts.findings
-        """The scanner's findings (``scan="report"`` or ``"withhold"``), in registry order."""
+        """The scanner's findings (``scan="report"`` or ``"withhold"``), in registry order. An index
+        file keeps which tools are withheld, not the findings: a loaded index has none here, and
+        :func:`toolsift.scan.scan` (or ``toolsift doctor``, which shows withheld tools to the
+        owner) gives them again."""
         self._groups = Grouping(group_by, parts.tools, parts.positions)
         self._permission_counts: dict[str, int] | None = None
         masks = Masks(parts.core)
