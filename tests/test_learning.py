@@ -341,18 +341,22 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_was(tmp_path: Path
 def test_another_programs_database_is_refused_before_anything_is_written_to_it(tmp_path: Path) -> None:
     import sqlite3
 
-    app, twin = tmp_path / "app.db", tmp_path / "twin.db"
+    app, twin, cased = tmp_path / "app.db", tmp_path / "twin.db", tmp_path / "cased.db"
     with sqlite3.connect(app) as db:
         db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
     with sqlite3.connect(twin) as db:  # a table of the store's name and other columns
         db.execute("CREATE TABLE learned (id INTEGER, body TEXT)")
         db.execute("CREATE TABLE usage (user TEXT, n INTEGER)")
-    before = {p: p.read_bytes() for p in (app, twin)}
-    for path, match in ((app, r"another program's tables \(orders\)|has no usage table"), (twin, "not toolsift's")):
+    with sqlite3.connect(cased) as db:  # SQLite's names ignore case: "Usage" is the usage table
+        db.execute("CREATE TABLE Learned (id INTEGER, body TEXT)")
+        db.execute("CREATE TABLE Usage (user TEXT, n INTEGER)")
+    before = {p: p.read_bytes() for p in (app, twin, cased)}
+    refused = ((app, r"another program's tables \(orders\)|has no usage table"), (twin, "not toolsift's"))
+    for path, match in (*refused, (cased, "not toolsift's")):
         for open_store in (Learned, ts.UsageStore, lambda p: ts.UsageStore(p, read_only=True)):
             with pytest.raises(StoreFormatError, match=match):
                 open_store(path)
-    assert {p: p.read_bytes() for p in (app, twin)} == before  # not switched to WAL, no table added
+    assert {p: p.read_bytes() for p in (app, twin, cased)} == before  # not switched to WAL, no table added
     shared = tmp_path / "store.db"  # the usage and learned tables side by side: one store
     ts.UsageStore(shared).record("ann", "x")
     Learned(shared).add("s", {"x": ["queue"]})

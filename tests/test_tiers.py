@@ -388,3 +388,21 @@ def test_errors_about_a_tool_carry_tool_and_field() -> None:
         box.call("nope", {})
     assert (missing.value.tool, missing.value.field) == ("refund", None)
     assert (unknown.value.tool, unknown.value.field) == ("nope", None)
+
+
+@pytest.mark.parametrize(
+    ("part", "value"),
+    [
+        ("tiers", {"core": ["a"]}),
+        ("handlers", [lambda args: 1]),
+        ("handlers", {"ping": "pong"}),
+        ("hooks", lambda event: None),
+        ("hooks", ts.Hooks(before_tool="log")),  # type: ignore[arg-type]
+        ("usage", "usage.sqlite"),
+    ],
+)
+def test_parts_of_the_wrong_kind_are_refused_when_the_toolbox_is_made(part: str, value: object) -> None:
+    """They failed with raw AttributeError / TypeError on the first call, after before_tool had
+    seen it, or (a path as `usage`) ran every call and counted none of them."""
+    with pytest.raises(InvalidParameterError, match=part.rstrip("s") if part != "hooks" else "ooks"):
+        ts.Toolbox(ts.Catalog([ts.Tool("ping", "Answer pong")]), **{part: value})  # type: ignore[arg-type]

@@ -75,6 +75,35 @@ def test_processes_recording_at_once_lose_no_update(backend: str, tmp_path: Path
         server.stop()
 
 
+def _open_fresh(path: str, start: Any, errors: Any) -> None:
+    start.wait()  # every process opens the new file at the same moment
+    try:
+        ts.UsageStore(path).close()
+    except Exception as e:
+        errors.put(f"{type(e).__module__}.{type(e).__name__}: {e}")
+
+
+def test_processes_creating_one_store_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """Replicas starting together on a new usage path: switching the new file to WAL fails at
+    once for all but one ("database is locked", no busy wait), and that raw sqlite3 error
+    ended the others."""
+    ctx = multiprocessing.get_context("fork")  # quick to start: the race is in the first milliseconds
+    errors = ctx.Queue()
+    for round in range(30):
+        path = str(tmp_path / f"usage{round}.sqlite")
+        start = ctx.Barrier(8)
+        workers = [ctx.Process(target=_open_fresh, args=(path, start, errors)) for _ in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert [w.exitcode for w in workers] == [0] * 8
+    failed = []
+    while not errors.empty():
+        failed.append(errors.get())
+    assert failed == []
+
+
 def test_the_score_halves_every_half_life_and_counts_each_call(make_store: Store) -> None:
     now = [1000.0]
     store = make_store(half_life_s=10.0, warmup=0, clock=lambda: now[0])
@@ -184,3 +213,107 @@ def test_reach_counts_the_users_each_tool_counts_for_after_warmup() -> None:
         store.record(user, tool)
     assert store.reach() == (3, {"a": 2})  # b: one call each, under the warm-up
     assert ts.UsageStore().reach() == (0, {})
+
+
+def _calls(server: RedisServer, user: str = "ann", tool: str = "search") -> int:
+    import redis
+
+    client = redis.Redis.from_url(server.url)
+    try:
+        return int(client.hget(f"toolsift:usage:{user}", tool).split()[1])
+    finally:
+        client.close()
+
+
+def test_calls_the_server_refuses_for_a_while_are_kept_and_sent_again(redis_server: RedisServer) -> None:
+    """READONLY (a primary demoted during a failover) and OOM (maxmemory reached) pass on their
+    own: the records refused then were dropped for good, with `available` still true."""
+    import redis
+
+    admin = redis.Redis.from_url(redis_server.url)
+    store = ts.RedisUsageStore(redis_server.url, warmup=0)
+    try:
+        store.record("ann", "search")
+        admin.replicaof("127.0.0.1", "1")  # a read-only replica now
+        for _ in range(3):
+            store.record("ann", "search")
+        assert store.queued == 3 and not store.available
+        admin.replicaof("NO", "ONE")
+        assert store.flush() and _calls(redis_server) == 4 and store.available
+        admin.config_set("maxmemory", "1")  # noeviction: writes refused with OOM
+        store.record("ann", "search")
+        assert store.queued == 1
+        admin.config_set("maxmemory", "0")
+        assert store.flush() and _calls(redis_server) == 5
+    finally:
+        store.close()
+        admin.close()
+
+
+class _LosesOneReply:
+    """A loopback link to a real Redis that, once armed, passes one reply and swallows the next,
+    as a stalled or dropped connection does after the server applied a command."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+        import threading
+
+        self.armed, self.passed = False, 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+
+        def pump(src: socket.socket, dst: socket.socket, replies: bool) -> None:
+            try:
+                while data := src.recv(65536):
+                    if replies and self.armed:
+                        self.passed += 1
+                        if self.passed > 1:
+                            continue  # lost
+                    dst.sendall(data)
+            except OSError:
+                pass
+
+        def accept() -> None:
+            while True:
+                try:
+                    client, _ = self.listener.accept()
+                except OSError:
+                    return
+                server = socket.create_connection(("127.0.0.1", port))
+                threading.Thread(target=pump, args=(client, server, False), daemon=True).start()
+                threading.Thread(target=pump, args=(server, client, True), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+
+def test_a_batch_sent_again_after_its_reply_was_lost_is_counted_once(redis_server: RedisServer) -> None:
+    """The server applied the batch but the reply never came (a timeout): the batch stayed
+    queued and was sent again, counting every call in it twice."""
+    link = _LosesOneReply(redis_server.port)
+    store = ts.RedisUsageStore(f"redis://127.0.0.1:{link.port}/0", warmup=0, timeout_s=0.5)
+    try:
+        store.record("ann", "search")
+        link.armed = True  # the script check's reply passes, the transaction's is lost
+        store.record("ann", "search")
+        link.armed = False
+        assert store.queued == 1 and not store.available
+        assert _calls(redis_server) == 2  # applied by the server all the same
+        assert store.flush() and store.queued == 0
+        assert _calls(redis_server) == 2
+        store.record("ann", "search")  # later calls still count
+        assert _calls(redis_server) == 3
+    finally:
+        store.close()
+        link.listener.close()
+
+
+def test_a_client_that_decodes_responses_is_read_as_well(redis_server: RedisServer) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    store = ts.RedisUsageStore(client, warmup=0)
+    try:
+        store.record("ann", "search")
+        assert store.usage_count("ann")("search") > 0 and set(store.scores("ann")) == {"search"}
+    finally:
+        store.close()

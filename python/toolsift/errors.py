@@ -120,7 +120,8 @@ class GatewayConfigError(ToolsiftError, ValueError):
 
 class StoreUnavailableError(ToolsiftError, ConnectionError):
     """The shared store of a gateway cluster (Redis) cannot be reached for something that must
-    be written there now (an acknowledgement of a held schema change); try again once it is back."""
+    be written there now (an acknowledgement of a held schema change), or a store file stays
+    locked by another process past the busy timeout; try again once it is back."""
 
 
 class StoreFormatError(ToolsiftError, ValueError):

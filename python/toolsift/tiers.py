@@ -162,6 +162,7 @@ class Toolbox:
     scope: str | None = None
 
     def __post_init__(self) -> None:
+        self._check_parts()
         self.index = self.catalog if isinstance(self.catalog, Index) else Index(self.catalog)
         self._base = self.index  # what learned texts are added to (self.index: with them)
         self._perms = perms_of(self.caller).names
@@ -189,7 +190,32 @@ class Toolbox:
         if self.learned is not None:
             self._relearn()
 
+    def _check_parts(self) -> None:
+        """Refuses, when the toolbox is made, parts of the wrong kind, which would otherwise fail
+        (or, for ``usage``, count nothing) only once a call has gone through ``before_tool``."""
+        kind = type(self.tiers).__name__
+        if self.tiers is not None and not isinstance(self.tiers, ToolTierOptions):
+            raise InvalidParameterError(f"Toolbox tiers must be ToolTierOptions or None, not {kind}")
+        if not isinstance(self.handlers, Mapping):
+            raise InvalidParameterError(
+                f"Toolbox handlers must map names to functions, not {type(self.handlers).__name__}"
+            )
+        for name, handler in self.handlers.items():
+            if not callable(handler):
+                raise InvalidParameterError(f"Toolbox handler of {name!r} is not a function: {type(handler).__name__}")
+        if not isinstance(self.hooks, Hooks):
+            raise InvalidParameterError(f"Toolbox hooks must be Hooks, not {type(self.hooks).__name__}")
+        for hook in ("before_tool", "after_tool"):
+            if getattr(self.hooks, hook) is not None and not callable(getattr(self.hooks, hook)):
+                raise InvalidParameterError(f"Hooks.{hook} must be a function or None")
+        needs = ("record", "usage_count")
+        if self.usage is not None and not all(callable(getattr(self.usage, m, None)) for m in needs):
+            raise InvalidParameterError(
+                f"Toolbox usage must be a usage store (record and usage_count), not {type(self.usage).__name__}"
+            )
+
     # -- the plan ---------------------------------------------------------------------------
+
     def _allowed_positions(self) -> list[int]:
         positions: list[int] = self.index.allowed_positions(caller=self._perms).tolist()
         return positions

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import secrets
 import sqlite3
 import threading
 import time
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import InvalidParameterError, MissingExtraError, StoreFormatError, ToolsiftError
+from .errors import InvalidParameterError, MissingExtraError, StoreFormatError, StoreUnavailableError, ToolsiftError
 from .query import check_text
 
 
@@ -100,13 +101,32 @@ def _check_tables(db: sqlite3.Connection, schema: str, path: str, *, required: b
     name with other columns and, when ``required``, a file without it, before anything is
     written to the file."""
     table, columns = _expected(schema)
-    tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    # SQLite's table names ignore (ASCII) case: another program's "Usage" is the usage table
+    tables = {str(r[0]).lower() for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if required and table not in tables:
         raise StoreFormatError(f"the file has no {table} table", path=path)
     if tables and not tables & STORE_TABLES:
         raise StoreFormatError(f"the file holds another program's tables ({', '.join(sorted(tables)[:5])})", path=path)
     if table in tables and _columns(db, table) != columns:
         raise StoreFormatError(f"its {table} table is not toolsift's (other columns)", path=path)
+
+
+def _busy(e: sqlite3.OperationalError) -> bool:
+    return "locked" in str(e) or "busy" in str(e)
+
+
+def _until_free(db: sqlite3.Connection, statement: str, deadline: float) -> None:
+    """Runs ``statement``, again while another process holds the file (until ``deadline``):
+    switching to WAL fails at once with "database is locked" when processes open a new file
+    together, without waiting for the busy timeout as other statements do."""
+    while True:
+        try:
+            db.execute(statement)
+            return
+        except sqlite3.OperationalError as e:
+            if not _busy(e) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def open_sqlite(path: str | Path, schema: str, *, read_only: bool = False) -> sqlite3.Connection:
@@ -138,14 +158,17 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: bool = False) -> sq
             raise
         if read_only:
             return db
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
         if str(path) != ":memory:":
-            db.execute("PRAGMA journal_mode=WAL")
+            _until_free(db, "PRAGMA journal_mode=WAL", deadline)
             db.execute("PRAGMA synchronous=NORMAL")  # WAL's own recommendation: a crash loses no commit
-        db.execute(schema)
+        _until_free(db, schema, deadline)
     except sqlite3.OperationalError as e:
         db.close()
-        if "locked" in str(e) or "busy" in str(e):
-            raise  # another process held it past the busy timeout: not the file's fault
+        if _busy(e):  # another process held it past the busy timeout: not the file's fault
+            raise StoreUnavailableError(
+                f"{path}: the store stayed locked by another process for {BUSY_TIMEOUT_S:g} s ({e})"
+            ) from None
         if read_only and "readonly" in str(e):  # WAL: its -shm file cannot be made
             raise StoreFormatError(
                 f"cannot read the store in a folder this process may not write to ({e}): SQLite "
@@ -258,8 +281,16 @@ def _decay(score: float, updated: float, now: float, half_life_s: float) -> floa
 # The SQLite statement's rule, run atomically inside Redis: the stored score is aged to the
 # call's time and one call added; ``updated`` never moves back. A user's tools are the fields of
 # one hash, each "score calls updated" with 17 significant digits, so a score survives the round
-# trip through text to the bit and one read fetches every tool of a user.
+# trip through text to the bit and one read fetches every tool of a user. Each record carries
+# its store's sequence number, kept as a high-water mark (KEYS[2], one key per store, expiring
+# SENT_TTL_S after its last write): a batch sent again after its reply was lost (a timeout or a
+# dropped connection after the server applied it) is not counted twice.
 _RECORD_LUA = """
+local seq = tonumber(ARGV[4])
+if seq <= tonumber(redis.call('GET', KEYS[2]) or '0') then
+  return redis.call('HGET', KEYS[1], ARGV[1])
+end
+redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[5])
 local now, half = tonumber(ARGV[2]), tonumber(ARGV[3])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 local score, calls, updated = 1.0, 1, now
@@ -285,6 +316,23 @@ USAGE_COUNT_TTL_S = 1.0
 RETRY_S = 1.0
 #: Most waiting records written to Redis in one round trip (a MULTI transaction).
 FLUSH_BATCH = 500
+#: Seconds a store's high-water mark of records written lives in Redis after its last write
+#: (what keeps a batch sent again from being counted twice).
+SENT_TTL_S = 7 * 24 * 3600
+
+#: Errors Redis answers while it cannot take writes for a while (a replica during a failover,
+#: ``maxmemory`` reached, a cluster reconfiguring, a dataset loading, a script running): the
+#: records are kept and sent again later, as when the server cannot be reached.
+_PASSING = ("READONLY", "OOM", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "BUSY", "NOREPLICAS")
+
+
+def _passing(error: object) -> bool:
+    if not isinstance(error, Exception):
+        return False
+    redis = redis_module()  # the client names most of them by class, the code taken off the message
+    kinds = (redis.ReadOnlyError, redis.OutOfMemoryError, redis.BusyLoadingError)
+    more = tuple(getattr(redis.exceptions, n) for n in ("MasterDownError", "TryAgainError", "ClusterDownError"))
+    return isinstance(error, kinds + more) or str(error).lstrip().startswith(_PASSING)
 
 
 def redis_module() -> Any:
@@ -337,7 +385,9 @@ class RedisUsageStore:
         self.prefix = check_text("prefix", prefix)
         self._redis = redis_client(url, timeout_s)
         self._script = self._redis.register_script(_RECORD_LUA)
-        self._queued: list[tuple[str, str, float]] = []  # (user, tool, time) not yet in Redis
+        self._sent_key = f"{self.prefix}:usage-sent:{secrets.token_hex(8)}"  # this store's high-water mark
+        self._sequence = 0
+        self._queued: list[tuple[str, str, float, int]] = []  # (user, tool, time, sequence) not yet in Redis
         self._known: dict[tuple[str, str], tuple[float, int, float]] = {}  # last read (score, calls, updated)
         self._lock = threading.Lock()
         self._retry_at = 0.0
@@ -351,9 +401,10 @@ class RedisUsageStore:
 
     def record(self, user: str, tool: str) -> None:
         """Counts one call of ``tool`` by ``user`` (queued when the server cannot be reached)."""
-        item = (check_text("user", user), check_text("tool", tool), float(self.clock()))
+        user, tool, at = check_text("user", user), check_text("tool", tool), float(self.clock())
         with self._lock:
-            self._queued.append(item)
+            self._sequence += 1
+            self._queued.append((user, tool, at, self._sequence))
             self._recorded += 1
             self._flush()
 
@@ -376,30 +427,41 @@ class RedisUsageStore:
             batch = self._queued[:FLUSH_BATCH]
             try:
                 with self._redis.pipeline(transaction=True) as pipe:
-                    for user, tool, at in batch:
-                        self._script(keys=[self._key(user)], args=[tool, repr(at), repr(self.half_life_s)], client=pipe)
+                    for user, tool, at, seq in batch:
+                        args = [tool, repr(at), repr(self.half_life_s), seq, SENT_TTL_S]
+                        self._script(keys=[self._key(user), self._sent_key], args=args, client=pipe)
                     # each record's own answer: one the server refuses (a key of another type)
                     # must not hold back, nor have sent again, the records it applied
                     written = pipe.execute(raise_on_error=False)
             except (redis.ConnectionError, redis.TimeoutError) as e:
-                self._down(e)
+                self._down(e)  # sent again later: the sequence numbers keep it from counting twice
                 return False
             except redis.ResponseError as e:  # the whole batch refused, so none of it applied
+                if _passing(e):
+                    self._down(e)
+                    return False
                 log.error("usage store refused %d records, which are dropped: %s", len(batch), e)
                 written = [e] * len(batch)
             del self._queued[: len(batch)]
-            for (user, tool, _), row in zip(batch, written, strict=True):
+            again = [item for item, row in zip(batch, written, strict=True) if _passing(row)]
+            for (user, tool, _, _), row in zip(batch, written, strict=True):
+                if _passing(row):
+                    continue
                 if isinstance(row, Exception):
                     log.error("usage store refused a call of %r by %r, which is dropped: %s", tool, user, row)
                 elif (known := _row(row)) is not None:
                     self._known[user, tool] = known
             self._writes += 1
+            if again:  # not applied, for a while: first in the queue again, in their order
+                self._queued[:0] = again
+                self._down(next(row for row in written if _passing(row)))
+                return False
             self.available = True
         return True
 
     def _down(self, error: Exception) -> None:
         if self.available:
-            log.warning("usage store unreachable, counting locally until it is back: %s", error)
+            log.warning("usage store unreachable or not taking writes, counting locally until it is back: %s", error)
         self.available, self._retry_at = False, time.monotonic() + RETRY_S
 
     def score(self, user: str, tool: str) -> float:
@@ -425,7 +487,8 @@ class RedisUsageStore:
             if time.monotonic() >= self._retry_at:
                 try:
                     if tool is None:
-                        got = {k.decode(errors="replace"): v for k, v in self._redis.hgetall(self._key(user)).items()}
+                        fields = self._redis.hgetall(self._key(user)).items()  # str keys: decode_responses
+                        got = {k.decode(errors="replace") if isinstance(k, bytes) else k: v for k, v in fields}
                     else:
                         got = {tool: self._redis.hget(self._key(user), tool)}
                     rows = {t: row for t, v in got.items() if v is not None and (row := _row(v)) is not None}
@@ -446,7 +509,7 @@ class RedisUsageStore:
             rows = {t: row for (u, t), row in self._known.items() if u == user}
         else:
             rows = {tool: row} if (row := self._known.get((user, tool))) is not None else {}
-        for u, t, at in self._queued:
+        for u, t, at, _ in self._queued:
             if u != user or (tool is not None and t != tool):
                 continue
             row = rows.get(t)
