@@ -186,14 +186,21 @@ json_values = st.recursive(
 
 
 def dumps_lines(values: list[Any]) -> bytes:
-    return b"".join(json.dumps(v, ensure_ascii=False).encode() + b"\n" for v in values)
+    """The reference: JSON only (NaN and infinities refused, as a file toolsift reads back)."""
+    return b"".join(json.dumps(v, ensure_ascii=False, allow_nan=False).encode() + b"\n" for v in values)
 
 
 @SETTINGS
 @given(st.lists(json_values, max_size=5))
 def test_the_cores_json_lines_equal_json_dumps(values: list[Any]) -> None:
+    try:
+        want = dumps_lines(values)
+    except ValueError:  # NaN or an infinity
+        with pytest.raises(ValueError):
+            _core.json_lines(values)
+        return
     blob, offsets = _core.json_lines(values)
-    assert blob == dumps_lines(values)
+    assert blob == want
     assert offsets == [0, *itertools.accumulate(len(dumps_lines([v])) for v in values)]
 
 

@@ -353,3 +353,47 @@ def test_an_mcp_title_and_output_schema_are_kept_and_served_in_mcp_output_only(t
     assert (s.value.tool, s.value.field) == ("t", "output_schema")
     with pytest.raises(CatalogFormatError, match="'outputSchema' must be a Mapping"):
         ts.Catalog.from_mcp([{"name": "x", "inputSchema": {"type": "object"}, "outputSchema": "object"}])
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"name": "delete_all", "description": "Delete every account", "inputSchema": {}, "permissions": ["admin"]},
+        {"type": "function", "function": {"name": "delete_all", "parameters": {}}, "permissions": ["admin"]},
+        {"type": "function", "function": {"name": "delete_all", "parameters": {}, "permissions": ["admin"]}},
+        {"name": "delete_all", "input_schema": {"type": "object"}, "permissions": "admin"},
+        {"name": "delete_all", "inputSchema": {}, "core": True},
+    ],
+)
+def test_toolsifts_access_fields_in_another_shape_are_refused_not_dropped(item: dict, tmp_path: Path) -> None:
+    """An MCP, OpenAI or Anthropic item given toolsift's `permissions` was read without them
+    (a warning said the field is not emitted): the admin-only tool became public."""
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([item]))
+    field = "core" if "core" in item else "permissions"
+    with pytest.raises(CatalogFormatError, match=field) as e:
+        ts.Catalog.from_file(path)
+    assert e.value.tool == "delete_all" and str(path) in str(e.value)
+    loader = ts.Catalog.from_mcp if "inputSchema" in item else ts.Catalog.from_openai
+    if "input_schema" in item:
+        loader = ts.Catalog.from_anthropic
+    with pytest.raises(CatalogFormatError, match=field):
+        loader([item])
+
+
+def test_one_page_of_a_paginated_listing_is_refused_not_taken_for_the_whole() -> None:
+    """A tools/list result with a nextCursor loaded as the whole catalog: every later page's
+    tools were missing, unnoticed."""
+    page = {"tools": [{"name": "a", "inputSchema": {}}], "nextCursor": "page-2"}
+    with pytest.raises(CatalogFormatError, match="nextCursor") as e:
+        ts.Catalog.from_mcp(page)
+    assert e.value.field == "nextCursor"
+    assert ts.Catalog.from_mcp({**page, "nextCursor": None}).names == ("a",)  # the last page
+
+
+def test_a_name_listed_twice_in_a_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "tools.jsonl"
+    path.write_text('{"name": "a"}\n{"name": "a"}\n')
+    with pytest.raises(CatalogError, match="duplicate") as e:
+        ts.Catalog.from_file(path)
+    assert str(path) in str(e.value)

@@ -185,3 +185,23 @@ def test_names_that_differ_only_in_unicode_normalisation_are_refused_as_duplicat
         ts.Catalog([ts.Tool(first, "Look up"), ts.Tool(second, "Delete everything", permissions=["admin"])])
     assert (raised.value.tool, raised.value.field) == (second, "name")
     assert len(ts.Catalog([ts.Tool("caf\u00e9_lookup"), ts.Tool("cafe_lookup")])) == 2  # other names stay apart
+
+
+@pytest.mark.parametrize("value", [False, 0, 0.0, {}, b"", {"admin": False}])
+def test_permissions_that_are_not_strings_are_refused_even_when_falsy(value: object) -> None:
+    """False, 0, {} or b"" made the tool public (`permissions or ()`) where True, 1, {"a": 1}
+    or b"admin" were refused: a loader's `permissions={"wipe": False}` opened the tool to all."""
+    with pytest.raises(InvalidToolError, match="permissions"):
+        ts.Tool("wipe", "Wipe the disk", permissions=value)  # type: ignore[arg-type]
+    with pytest.raises(InvalidToolError, match="permissions"):
+        ts.Catalog.from_mcp([{"name": "wipe", "inputSchema": {}}], permissions={"wipe": value})
+    for public in (None, "", [], ()):
+        assert ts.Tool("wipe", "Wipe the disk", permissions=public).permissions == ()  # type: ignore[arg-type]
+
+
+def test_a_permission_in_toolsifts_reserved_namespace_is_refused() -> None:
+    """No caller may hold one, and the index file of such a tool failed on every use after
+    loading ("its line lists other permissions than the core index enforces")."""
+    with pytest.raises(InvalidToolError, match="toolsift:") as e:
+        ts.Tool("a", "b", permissions=["ops", "toolsift:withheld"])
+    assert (e.value.tool, e.value.field) == ("a", "permissions")

@@ -476,3 +476,42 @@ def test_a_loaded_index_is_opened_like_a_built_one(tmp_path: Path, support: ts.I
     assert {k: type(v) for k, v in vars(loaded).items() if k != "_tools" and k != "_positions"} == {
         k: type(v) for k, v in vars(support).items() if k != "_tools" and k != "_positions"
     }
+
+
+@pytest.mark.parametrize("bad", ["nan", "set", "cycle"])
+def test_a_schema_changed_into_something_not_json_is_refused_and_the_old_file_kept(tmp_path: Path, bad: str) -> None:
+    """A schema changed after the tool was built to hold NaN was saved as bare NaN (the good
+    file replaced by one that cannot be read back); a set or a cycle raised a raw TypeError or
+    ValueError."""
+    tool = ts.Tool("t", "demo", {"type": "object", "properties": {"x": {"type": "number"}}})
+    index = ts.Index([tool, ts.Tool("u", "other")])
+    saved, catalog = tmp_path / "i.tsidx", tmp_path / "c.jsonl"
+    index.save(saved)
+    ts.Catalog([tool]).save(catalog)
+    before = saved.read_bytes(), catalog.read_bytes()
+    x: Any = tool.parameters["properties"]["x"]
+    x["default"] = {"nan": float("nan"), "set": {1, 2}, "cycle": x}[bad]
+    for save in (index.save, ts.Catalog([tool]).save, lambda path: tool.to_json()):
+        with pytest.raises(ts.errors.SchemaError) as e:
+            save(saved if save is index.save else catalog)
+        assert (e.value.tool, e.value.field) == ("t", "parameters")
+    assert (saved.read_bytes(), catalog.read_bytes()) == before
+    assert ts.Index.load(saved).tool(0).name == "t" and len(ts.Catalog.from_file(catalog)) == 1
+
+
+def test_a_corrupted_core_section_or_tool_line_names_the_file(tmp_path: Path) -> None:
+    """The core section's error (at load) and a tool line's (when the tool is first used) did
+    not say which file."""
+    path = tmp_path / "i.tsidx"
+    ts.Index([ts.Tool("t", "refund order"), ts.Tool("u", "list orders")]).save(path)
+    data = path.read_bytes()
+    _, _, header, lines, tools, core, _, _ = snapshot._HEAD.unpack_from(data)
+    tools_at = snapshot._HEAD.size + header + lines
+    for what, at in (("core", tools_at + tools + core - 3), ("tool_line", tools_at + 5)):
+        broken = bytearray(data)
+        broken[at] ^= 0x01
+        bad = tmp_path / f"{what}.tsidx"
+        bad.write_bytes(bytes(broken))
+        with pytest.raises(SnapshotError) as e:
+            ts.Index.load(bad).tool(0)
+        assert str(bad) in str(e.value), what

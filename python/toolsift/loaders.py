@@ -14,10 +14,13 @@ those formats cannot carry:
 * ``core``: names of the tools to mark as core (besides those an item marks itself).
 
 A name in either that no tool has is logged as a warning (a misspelt name changes nothing).
+An MCP, OpenAI or Anthropic item that carries toolsift's own ``permissions`` or ``core`` is
+refused (those shapes do not have them: dropped, they would leave the tool public).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections import Counter
@@ -38,6 +41,13 @@ Permissions = Mapping[str, Any] | Callable[[str], Any] | None
 
 
 def _items(data: Any, what: str) -> list[Any]:
+    cursor = data.get("nextCursor") if isinstance(data, Mapping) else getattr(data, "nextCursor", None)
+    if cursor:  # the later pages' tools would be missing, unnoticed
+        raise CatalogFormatError(
+            f"{what} is one page of a listing (nextCursor {str(cursor)[:40]!r}): list every page and "
+            "pass all their tools (toolsift.integrations.mcp pages through a server's listing)",
+            field="nextCursor",
+        )
     if isinstance(data, Mapping) and "tools" in data:
         data = data["tools"]
     elif hasattr(data, "tools") and not isinstance(data, Mapping):  # an SDK result object
@@ -141,6 +151,8 @@ def _strict(spec: dict[str, Any], item: Mapping[str, Any], i: int) -> dict[str, 
     return spec
 
 
+#: toolsift's own access fields: in an item of another shape they are refused, not dropped.
+_ACCESS_KEYS = frozenset({"permissions", "core"})
 #: The keys of each shape's items that toolsift reads (the rest are reported, see :func:`_unread`).
 _MCP_KEYS = frozenset({"name", "title", "description", "inputSchema", "outputSchema", "annotations"})
 _OPENAI_KEYS = frozenset({"type", "function", "name", "description", "parameters", "strict"})
@@ -176,7 +188,16 @@ def _load(
     for i, item in enumerate(_items(data, what)):
         found = _as_dict(item, i)
         specs.append(spec(found, i))
-        unread.update(_unread(found))
+        skipped = _unread(found)
+        access = next((k for k in skipped if k.rpartition(".")[2] in _ACCESS_KEYS), None)
+        if access is not None:  # never read: dropped, it would leave the tool public (or not core)
+            raise CatalogFormatError(
+                f"toolsift's {access!r} is not read from an item of this shape: give it with the "
+                "loader's permissions= / core= options, or write the tool in toolsift's own form",
+                tool=specs[-1]["name"],
+                field=access,
+            )
+        unread.update(skipped)
     if unread and report_unread:  # not silently: what the emitted definitions will lack
         keys = ", ".join(f"{k} ({n})" for k, n in sorted(unread.items()))
         log.warning("%s: fields toolsift keeps no copy of, so never emits (tools holding them): %s", what, keys)
@@ -320,10 +341,18 @@ def load_file(make: type[T], path: str | Path, *, permissions: Permissions = Non
         text = read_text(p)
     except OSError as e:
         raise CatalogFormatError(f"cannot read {p}: {e.strerror}") from None
-    try:
+    with naming(p):
         fields = _fields(make)
         return _load(make, _parse(text, p), f"{p}", lambda item, i: _any_spec(item, i, fields), permissions, core)
+
+
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Puts ``path`` in front of the message of a :class:`~toolsift.errors.ToolsiftError` raised
+    inside (once): the error of a tool read from a file says which file."""
+    try:
+        yield
     except ToolsiftError as e:
-        if e.args and str(p) not in str(e.args[0]):
-            e.args = (f"{p}: {e.args[0]}", *e.args[1:])
+        if e.args and str(path) not in str(e.args[0]):
+            e.args = (f"{path}: {e.args[0]}", *e.args[1:])
         raise

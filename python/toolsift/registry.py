@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
+from .callers import RESERVED
 from .errors import (
     DuplicateToolError,
     InvalidParameterError,
@@ -22,7 +23,7 @@ from .errors import (
     SchemaError,
     UnknownToolError,
 )
-from .loaders import Permissions, load_anthropic, load_file, load_mcp, load_native, load_openai
+from .loaders import Permissions, load_anthropic, load_file, load_mcp, load_native, load_openai, naming
 
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 MAX_NAME_CHARS = 256
@@ -177,9 +178,22 @@ class Tool:
                 raise InvalidToolTypeError(f"{field} must be a string, not {kind}", tool=name, field=field)
             put(self, field, str.__str__(check_tool_text(name, field, getattr(self, field))))
         put(self, "parameters", _check_schema(name, self.parameters))
-        perms = _check_strings(name, "permissions", self.permissions or ())  # "" / None: public
+        # None, "" or an empty list: public; False, 0, {}, b"" are refused like True, 1... are
+        given = (
+            ()
+            if self.permissions is None or (isinstance(self.permissions, str) and not self.permissions)
+            else self.permissions
+        )
+        perms = _check_strings(name, "permissions", given)
         if any(not p for p in perms):
             raise InvalidToolError("permissions must be non-empty strings", tool=name, field="permissions")
+        reserved = next((p for p in perms if p.startswith(RESERVED)), None)
+        if reserved is not None:  # no caller may hold one: the tool could never be used
+            raise InvalidToolError(
+                f"permissions starting with {RESERVED!r} are toolsift's own, found {reserved!r}",
+                tool=name,
+                field="permissions",
+            )
         put(self, "permissions", tuple(sorted(set(perms))))
         put(self, "examples", _check_strings(name, "examples", self.examples))
         if not isinstance(self.core, bool):
@@ -220,7 +234,11 @@ class Tool:
         read back by :meth:`from_dict` and :meth:`Catalog.from_file`. Keys keep their order
         (``name`` first, a schema's properties as given), so a saved and loaded tool is emitted
         to a model byte for byte as the one built."""
-        return json.dumps(self._json_form(), ensure_ascii=False)
+        form = self._json_form()
+        try:
+            return json.dumps(form, ensure_ascii=False, allow_nan=False)
+        except (ValueError, TypeError, RecursionError) as e:
+            raise _not_json([form], e) from None
 
     def _json_form(self) -> dict[str, Any]:
         """What :meth:`to_json` writes: the name and every field not at its default."""
@@ -390,7 +408,9 @@ class Catalog(Sequence[Tool]):
     def from_file(cls, path: str | Path, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
         """From a JSON or JSON Lines file of tools in any of the supported shapes; ``permissions``
         and ``core`` as for :meth:`from_mcp`."""
-        return cls(load_file(Tool, path, permissions=permissions, core=core))
+        tools = load_file(Tool, path, permissions=permissions, core=core)
+        with naming(Path(path)):  # a name listed twice in the file
+            return cls(tools)
 
 
 #: Every field of :class:`Tool` but its name, with its default (``MISSING`` for ``parameters``).
@@ -411,7 +431,26 @@ def json_lines(tools: Sequence[Tool], step: int | None = None) -> Iterator[tuple
 
     step = step or LINES_STEP
     for start in range(0, len(tools), step):
-        yield write([t._json_form() for t in tools[start : start + step]])
+        forms = [t._json_form() for t in tools[start : start + step]]
+        try:
+            piece = write(forms)
+        except (ValueError, TypeError, RecursionError) as e:  # a schema changed after the tool was built
+            raise _not_json(forms, e) from None
+        yield piece
+
+
+def _not_json(forms: list[dict[str, Any]], error: BaseException) -> SchemaError:
+    """The error naming the tool and field of ``forms`` (tools' :meth:`Tool._json_form`) that is
+    not JSON: NaN, a set or a circular reference put in a schema after the tool was built, which
+    a written file would hold and no reader take back."""
+    for form in forms:
+        for field, value in form.items():
+            try:
+                json.dumps(value, allow_nan=False)
+            except (ValueError, TypeError, RecursionError) as e:
+                message = f"{field} is no longer JSON ({e}); was it changed after the tool was built?"
+                return SchemaError(message, tool=str(form.get("name", "")), field=field)
+    return SchemaError(f"a tool is not JSON: {error}")
 
 
 def _is_default(value: object, default: object) -> bool:

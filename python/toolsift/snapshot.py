@@ -80,14 +80,18 @@ class LazyTools(Sequence[Tool]):
         start, end, crc = self._lines.line(i)
         line = self._file.read(start, end - start)
         if len(line) != end - start or _core.crc32(line) != crc or not line.endswith(b"\n"):
-            raise SnapshotError(f"tool #{i} of the index file is corrupted (changed since it was loaded?)")
+            raise SnapshotError(
+                f"{self._file.path}: tool #{i} of the index file is corrupted (changed since it was loaded?)"
+            )
         try:
             tool = Tool.from_dict(json.loads(line), position=i)
         except (ValueError, RecursionError, ToolsiftError) as e:
-            raise SnapshotError(f"tool #{i} of the index file cannot be read ({type(e).__name__})") from None
+            raise SnapshotError(
+                f"{self._file.path}: tool #{i} of the index file cannot be read ({type(e).__name__})"
+            ) from None
         problem = self._disagreement(i, tool)
         if problem:
-            raise SnapshotError(f"tool #{i} of the index file: {problem}")
+            raise SnapshotError(f"{self._file.path}: tool #{i} of the index file: {problem}")
         return tool
 
     def _disagreement(self, i: int, tool: Tool) -> str | None:
@@ -108,8 +112,8 @@ class _File:
     """The tools section of an open index file, read at an offset; the file is closed when this
     object is collected."""
 
-    def __init__(self, fd: int, base: int) -> None:
-        self._fd, self._base, self._lock = fd, base, threading.Lock()
+    def __init__(self, fd: int, base: int, path: str) -> None:
+        self._fd, self._base, self._lock, self.path = fd, base, threading.Lock(), path
         weakref.finalize(self, os.close, fd)
 
     def read(self, offset: int, size: int) -> bytes:
@@ -121,7 +125,7 @@ class _File:
                 os.lseek(self._fd, self._base + offset, os.SEEK_SET)
                 return os.read(self._fd, size)
         except OSError as e:
-            raise SnapshotError(f"the index file cannot be read any more: {e.strerror}") from None
+            raise SnapshotError(f"{self.path}: the index file cannot be read any more: {e.strerror}") from None
 
 
 class _Lines:
@@ -194,8 +198,8 @@ def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.In
     try:
         if _core.crc32(vec_b, _core.crc32(lines_b, _core.crc32(header_b))) != crc:
             raise SnapshotError(f"{path} is corrupted (checksum mismatch)")
-        core = _core.Index.from_bytes(core_b)
         try:
+            core = _core.Index.from_bytes(core_b)
             header = _header(header_b)
             names, by_name = _names(header["names"], len(core))
             lines = _lines(lines_b, tools_at[1], len(names))
@@ -206,7 +210,7 @@ def load(path: str | Path, *, vectors: bool = True) -> tuple[Positions, _core.In
     except BaseException:
         os.close(fd)
         raise
-    tools = LazyTools(names, _File(fd, tools_at[0]), lines, core)
+    tools = LazyTools(names, _File(fd, tools_at[0], str(path)), lines, core)
     return Positions(tools, by_name), core, kept, options
 
 

@@ -112,10 +112,8 @@ fn value(v: &Bound<'_, PyAny>, depth: usize, out: &mut Vec<u8>) -> Write {
 
 fn float(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> Write {
     let x: f64 = v.extract().map_err(|_| Unsupported)?;
-    if x.is_nan() {
-        out.extend_from_slice(b"NaN");
-    } else if x.is_infinite() {
-        out.extend_from_slice(if x > 0.0 { b"Infinity" } else { b"-Infinity" });
+    if !x.is_finite() {
+        return Err(Unsupported); // not JSON: `json.dumps(allow_nan=False)` refuses it
     } else {
         let repr = v.repr().map_err(|_| Unsupported)?;
         out.extend_from_slice(repr.to_str().map_err(|_| Unsupported)?.as_bytes());
@@ -166,6 +164,7 @@ pub fn line(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         let py = v.py();
         let kwargs = PyDict::new(py);
         kwargs.set_item("ensure_ascii", false)?;
+        kwargs.set_item("allow_nan", false)?; // a file toolsift cannot read back is never written
         let dumped = py
             .import("json")?
             .getattr("dumps")?
