@@ -515,3 +515,12 @@ def test_a_corrupted_core_section_or_tool_line_names_the_file(tmp_path: Path) ->
         with pytest.raises(SnapshotError) as e:
             ts.Index.load(bad).tool(0)
         assert str(bad) in str(e.value), what
+
+
+@pytest.mark.parametrize("path", [None, 3, b"index.tsidx", "a\x00b"])
+def test_a_path_that_is_no_file_name_is_refused_with_a_typed_error(path: object) -> None:
+    """os raised a raw TypeError (None, a number) or ValueError (a NUL character)."""
+    index, catalog = ts.Index([ts.Tool("a", "b")]), ts.Catalog([ts.Tool("a", "b")])
+    for use in (ts.Index.load, index.save, ts.Catalog.from_file, catalog.save):
+        with pytest.raises(InvalidParameterError, match="path"):
+            use(path)  # type: ignore[arg-type]

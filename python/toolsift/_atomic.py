@@ -49,7 +49,9 @@ def write_atomic(path: str | Path, chunks: Iterable[bytes]) -> None:
         chunks: The contents, in pieces (a generator is consumed while the file is written).
 
     Raises:
-        OSError: The file cannot be written; the old file, if any, is left as it was.
+        OSError: The file cannot be written; the old file, if any, is left as it was. (Only
+            when the directory cannot be synced, after the rename, is the new file already in
+            place, though a power loss may still undo it.)
     """
     target = Path(path)
     if target.is_symlink():  # written through, as the file it names: the link stays a link

@@ -6,8 +6,10 @@ Each returns the value in the form the core takes, or raises
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from .errors import InvalidParameterError
 from .query import Query, check_text
@@ -87,3 +89,14 @@ def check_queries(queries: Iterable[object]) -> None:
     for query in queries:
         if isinstance(query, str):
             check_text("query", query)
+
+
+def file_path(value: object) -> Path:
+    """A file's path: a ``str`` or ``os.PathLike`` without a NUL character (``os`` raises
+    ``TypeError`` or ``ValueError`` for the rest)."""
+    if not isinstance(value, str | os.PathLike):
+        raise InvalidParameterError(f"path must be a str or a pathlib.Path, not {type(value).__name__}")
+    path = Path(value)
+    if "\0" in str(path):
+        raise InvalidParameterError(f"path {str(path)!r} holds a NUL character, which no file name may")
+    return path

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
-from .arguments import check_queries, count, evidence_floor, flag, limit, query_parts, tool_names
+from .arguments import check_queries, count, evidence_floor, file_path, flag, limit, query_parts, tool_names
 from .callers import WITHHELD, Caller, Masks, Perms, perms_of
 from .dense import DenseIndex, Embedder, check_embedder
 from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolError
@@ -270,7 +270,7 @@ class Index:
         options["learned"] = dict(self._parts.learned)
         # prefix_weight is not repeated here: the core's own bytes hold it
         options["scoring"] = {"weights": list(build.weights), "b": list(build.bs), "k1": build.k1}
-        started = time.perf_counter()
+        started, path = time.perf_counter(), file_path(path)
         save_file(path, self._tools, self._core.to_bytes(), None if dense is None else dense.vectors, options)
         log.info("saved %d tools to %s in %.3f s", len(self._tools), path, time.perf_counter() - started)
 
@@ -306,7 +306,7 @@ class Index:
         vector of the first tool, embedded again: one embedding) raises
         :class:`~toolsift.errors.InvalidParameterError`.
         """
-        started = time.perf_counter()
+        started, path = time.perf_counter(), file_path(path)
         parts, options = read(path, vectors=embedder is not None)
         if embedder is not None and parts.vectors is not None and len(parts.vectors):
             first = parts.tools[0]  # one embedding: the cost of knowing the vectors fit

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
+from .arguments import file_path
 from .callers import RESERVED
 from .errors import (
     DuplicateToolError,
@@ -384,7 +385,7 @@ class Catalog(Sequence[Tool]):
         """
         from ._atomic import write_atomic
 
-        write_atomic(path, (piece for piece, _ in json_lines(self._tools)))
+        write_atomic(file_path(path), (piece for piece, _ in json_lines(self._tools)))
 
     @classmethod
     def from_mcp(cls, result: Any, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
@@ -408,6 +409,7 @@ class Catalog(Sequence[Tool]):
     def from_file(cls, path: str | Path, *, permissions: Permissions = None, core: Iterable[str] = ()) -> Catalog:
         """From a JSON or JSON Lines file of tools in any of the supported shapes; ``permissions``
         and ``core`` as for :meth:`from_mcp`."""
+        path = file_path(path)
         tools = load_file(Tool, path, permissions=permissions, core=core)
         with naming(Path(path)):  # a name listed twice in the file
             return cls(tools)
