@@ -338,8 +338,12 @@ def test_replicas_need_a_cluster_and_http(tmp_path: Path, capsys: pytest.Capture
     assert refused.value.code == 2 and "argument --replicas: must be >= 1, not 0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("forgery", ["permissions", "server", "manifest", "snapshot"])
-def test_a_forged_version_in_redis_is_refused(cluster: Replicas, redis_server: RedisServer, forgery: str) -> None:
+@pytest.mark.parametrize("forgery", ["permissions", "server", "manifest", "snapshot", "deployment"])
+def test_a_forged_version_in_redis_is_refused(
+    cluster: Replicas, redis_server: RedisServer, forgery: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Forged, or another deployment's (same Redis, same prefix: its versions were refused
+    with a message about a tool, not about the shared prefix)."""
     import redis
 
     from toolsift.gateway.cluster import encode_manifest, snapshot_bytes
@@ -350,7 +354,8 @@ def test_a_forged_version_in_redis_is_refused(cluster: Replicas, redis_server: R
     name = "weather__read_file" if forgery == "server" else "files__read_file"
     tool = ts.Tool(name, "Read a text file from the workspace", permissions=perms)
     rows = ((name, "files", "read_file", "0" * 64, False, 0),)
-    manifest = b"{not json" if forgery == "manifest" else encode_manifest(rows, {})
+    servers = ["billing", "files"] if forgery == "deployment" else ["files", "weather"]
+    manifest = b"{not json" if forgery == "manifest" else encode_manifest(rows, {}, servers)
     snapshot = b"TSIDX garbage" if forgery == "snapshot" else snapshot_bytes(ts.Index([tool]))
     client.hset("toolsift:catalog", mapping={"version": number + 1, "manifest": manifest, "snapshot": snapshot})
     client.publish("toolsift:events", f"catalog {number + 1}")
@@ -358,6 +363,8 @@ def test_a_forged_version_in_redis_is_refused(cluster: Replicas, redis_server: R
 
     wait_for(lambda: all(g.replication is not None and g.replication.refused >= 1 for g in followers))
     assert all(g.version.number == number and "files__write_file" in g.version.entries for g in followers)
+    said = "give each its own [cluster] prefix (both use 'toolsift')"
+    assert (said in caplog.text) == (forgery == "deployment")
 
     async def bob_sees_nothing(gateway: Gateway) -> None:
         async with session(gateway, BOB) as bob:

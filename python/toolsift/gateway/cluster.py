@@ -270,20 +270,27 @@ def load_snapshot(data: bytes, statistics: str, path: Path) -> Index:
     return index
 
 
-def encode_manifest(rows: tuple[Row, ...], held: Mapping[str, tuple[str, str]]) -> bytes:
-    """The manifest of a version: the whole tool table in registry order, and the held changes."""
-    return json.dumps({"table": [list(r) for r in rows], "held": {n: list(d) for n, d in held.items()}}).encode()
+def encode_manifest(rows: tuple[Row, ...], held: Mapping[str, tuple[str, str]], servers: list[str]) -> bytes:
+    """The manifest of a version: the whole tool table in registry order, the held changes, and
+    the names of the lister's configured servers (so that a replica of another deployment
+    sharing the Redis and prefix can say so)."""
+    table = [list(r) for r in rows]
+    return json.dumps({"table": table, "held": {n: list(d) for n, d in held.items()}, "servers": servers}).encode()
 
 
-def decode_manifest(data: bytes) -> tuple[tuple[Row, ...], dict[str, tuple[str, str]]]:
-    """``(rows, held)`` of a manifest; :class:`~toolsift.errors.SnapshotError` when it is not one."""
+def decode_manifest(data: bytes) -> tuple[tuple[Row, ...], dict[str, tuple[str, str]], list[str] | None]:
+    """``(rows, held, servers)`` of a manifest (``servers``: ``None`` in one that does not say);
+    :class:`~toolsift.errors.SnapshotError` when it is not one."""
     try:
         raw = json.loads(data)
         rows = tuple(_row(r) for r in raw["table"])
         held = {str(n): (str(d[0]), str(d[1])) for n, d in raw["held"].items()}
+        servers = raw.get("servers")
+        if servers is not None and (type(servers) is not list or not all(type(s) is str for s in servers)):
+            raise TypeError("servers must be a list of names")
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
         raise SnapshotError(f"not a gateway version manifest: {e}") from None
-    return rows, held
+    return rows, held, servers
 
 
 def _row(r: Any) -> Row:

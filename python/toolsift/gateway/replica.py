@@ -190,7 +190,7 @@ class Replication:
     async def publish(self, index: Index, table: tuple[Row, ...], held: dict[str, tuple[str, str]]) -> int | None:
         """Stores and announces a version the lister built; its number, or ``None`` when it could
         not be published (Redis unreachable, or the lock lost: then another replica lists)."""
-        manifest = encode_manifest(table, held)
+        manifest = encode_manifest(table, held, sorted(s.name for s in self.gateway.config.servers))
         snapshot = await anyio.to_thread.run_sync(snapshot_bytes, index)
         number = await self.cluster.publish(self.gateway.version.number, manifest, snapshot)
         if number is not None:
@@ -279,10 +279,18 @@ class Replication:
         exactly the permissions the config gives it, so what is in Redis cannot open a tool to
         a caller the config does not."""
         config = self.gateway.config
-        table, held = decode_manifest(manifest)
+        table, held, theirs = decode_manifest(manifest)
+        servers = {s.name for s in config.servers}
+        if theirs is not None and sorted(theirs) != sorted(servers):
+            assert config.cluster is not None
+            raise ToolsiftError(
+                f"made by a gateway configured with other servers ({', '.join(theirs[:10]) or 'none'}; this one: "
+                f"{', '.join(sorted(servers)[:10])}): if another deployment uses this Redis, give each its own "
+                f"[cluster] prefix (both use {config.cluster.prefix!r}); in a rolling update, this clears "
+                "once every replica runs the new configuration"
+            )
         index = load_snapshot(snapshot, config.statistics, Path(self._folder.name) / f"version-{number}.tsidx")
         rows = {r[0]: r for r in table}
-        servers = {s.name for s in config.servers}
         for i in range(len(index)):
             tool = index.tool(i)
             row = rows.get(tool.name)
