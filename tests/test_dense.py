@@ -496,3 +496,19 @@ def test_bad_dense_arguments_are_refused_naming_them() -> None:
             hybrid(dense_options=options)
     empty = ts.Index([], embedder=ConceptEmbedder(), dense_options={"exact_below": 0})  # no graph to build
     assert empty.search("send an email") == []
+
+
+def test_vectors_too_long_or_too_short_for_float32_are_scaled_not_zeroed_or_refused() -> None:
+    """A finite row whose float32 length overflows became all zero (its query scored every
+    tool 0, in registry order); one of tiny values was refused as all-zero."""
+    from toolsift.dense import DenseIndex, unit_rows
+
+    assert unit_rows([[3e20, 0.0, 0.0, 0.0]], "v").tolist() == [[1.0, 0.0, 0.0, 0.0]]
+    assert unit_rows([[1e-30] * 4], "v").tolist() == [[0.5] * 4]
+    assert unit_rows([[3.0, 4.0]], "v").tolist() == [[np.float32(0.6), np.float32(0.8)]]
+    index = DenseIndex(np.eye(3, dtype=np.float32))
+    assert index.search(np.array([0.0, 0.0, 1e20], dtype=np.float32) * 3, 1)[0].tolist() == [2]
+    with pytest.raises(InvalidParameterError, match="numbers"):
+        index.search("abc", 1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="one vector"):
+        index.search(np.eye(3, dtype=np.float32)[:2], 1)

@@ -168,9 +168,8 @@ def test_a_custom_grouping_and_bad_arguments() -> None:
         index.search("tool", group=["g1", 2])  # type: ignore[list-item]
     with pytest.raises(ts.errors.InvalidParameterError, match="group_by"):
         ts.Index(tools, group_by="name")  # type: ignore[arg-type]
-    bad = ts.Index(tools, group_by=lambda t: 3)  # type: ignore[arg-type,return-value]
-    with pytest.raises(ts.errors.InvalidToolError) as e:
-        bad.groups()
+    with pytest.raises(ts.errors.InvalidToolError) as e:  # when the index is built
+        ts.Index(tools, group_by=lambda t: 3)  # type: ignore[arg-type,return-value]
     assert e.value.tool == "tool_0" and e.value.field == "group"
 
 
@@ -249,3 +248,42 @@ def test_a_core_tool_never_takes_the_place_of_a_group_in_a_hierarchical_selectio
         "billing__issue_credit",
         "billing__credit_status",
     )
+
+
+@pytest.mark.parametrize("statistics", ["shared", "caller"])
+def test_core_tools_a_caller_may_not_use_do_not_change_the_groups_it_selects_from(statistics: str) -> None:
+    """The group step fetched depth + every core tool of the catalog, hidden ones included, so
+    each admin-only core tool brought one more candidate, and sometimes one more group, into a
+    public caller's selection: a caller could count core tools it may not see."""
+
+    def catalog(hidden: int) -> list[ts.Tool]:
+        tools = [ts.Tool("help__search", "search help", core=True)]
+        tools += [ts.Tool(f"a__refund{i}", "refund order refund") for i in range(3)]
+        tools += [ts.Tool("b__refund", "refund things and other words here")]
+        return tools + [ts.Tool(f"secret__c{i}", "admin", core=True, permissions="admin") for i in range(hidden)]
+
+    picks = {
+        ts.Index(catalog(n), depth=2, statistics=statistics).select("refund order", groups=2).names for n in (0, 1, 5)
+    }
+    assert len(picks) == 1
+    admin = ts.Index(catalog(1), depth=2, statistics=statistics).select("refund order", groups=2, caller="admin")
+    assert "secret__c0" in admin.names  # the admin's own core tool is still sent
+
+
+def test_a_depth_past_the_core_limit_selects_by_group_without_overflow() -> None:
+    index = ts.Index(
+        [ts.Tool("help__search", "search help", core=True), ts.Tool("a__refund", "refund order")], depth=2**64 - 1
+    )
+    assert index.select("refund", groups=1).names == ("help__search", "a__refund")
+
+
+def test_a_group_by_that_fails_fails_the_build_not_a_callers_first_grouped_query() -> None:
+    """It ran on the first grouped query, of any caller, whose error named another caller's
+    tool; an exception of group_by itself came out raw."""
+    tools = [ts.Tool("pub__a", "a"), ts.Tool("admin__nuke_all_data", "nuke", permissions="admin")]
+    with pytest.raises(ts.errors.InvalidToolError, match="admin__nuke_all_data") as e:
+        ts.Index(tools, group_by=lambda t: None if t.permissions else "pub")  # type: ignore[arg-type,return-value]
+    assert e.value.field == "group"
+    with pytest.raises(ts.errors.InvalidToolError, match="group_by raised KeyError") as e:
+        ts.Index(tools, group_by=lambda t: {"pub__a": "pub"}[t.name])
+    assert e.value.tool == "admin__nuke_all_data"

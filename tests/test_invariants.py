@@ -272,3 +272,16 @@ def test_a_cheap_tool_the_caller_may_not_use_changes_nothing_it_sees(statistics:
     assert seen[0] == seen[1]
     assert ("search_help",) in [names for names, _, _ in seen[0]]
     assert any(note and "5 tokens left" in note for _, _, note in seen[0])
+
+
+def test_a_batch_given_as_an_iterator_is_answered_and_a_lone_string_refused() -> None:
+    """search_many / select_many answered [] for a generator (a first look used it up) and read
+    a string as one query per letter."""
+    index = ts.Index([ts.Tool("a", "refund an order"), ts.Tool("b", "book a flight")])
+    queries = ["refund", "flight"]
+    want = [[h.tool.name for h in hits] for hits in index.search_many(queries)]
+    assert [[h.tool.name for h in hits] for hits in index.search_many(iter(queries))] == want
+    assert [s.names for s in index.select_many(q for q in queries)] == [s.names for s in index.select_many(queries)]
+    for batch in (index.search_many, index.select_many):
+        with pytest.raises(ts.errors.InvalidParameterError, match="list of queries"):
+            batch("refund")  # type: ignore[arg-type]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from .errors import InvalidParameterError
 from .query import Query, check_text
@@ -78,6 +79,14 @@ def query_parts(query: str | Query) -> str | list[tuple[str, float]]:
     if type(query) is str:  # the common case: the core takes the text as it is
         return query
     return list(Query.of(query).parts)
+
+
+def query_batch(queries: object) -> list[Any]:
+    """A batch of queries as a list, read once (an iterator would be used up by a first look
+    and answer nothing); a lone string is refused, not read as one query per letter."""
+    if isinstance(queries, str | bytes | Mapping) or not isinstance(queries, Iterable):
+        raise InvalidParameterError(f"queries must be a list of queries, not {type(queries).__name__}")
+    return list(queries)
 
 
 def check_queries(queries: Iterable[object]) -> None:

@@ -133,11 +133,23 @@ def unit_rows(vectors: Any, what: str, names: Sequence[str] | None = None) -> Ve
     they are, so vectors normalised once (at build time) keep their bits through a saved file,
     :meth:`~toolsift.Index.with_learned` and every later pass (dividing again by a float32 norm
     of 1 ± 1 ulp would change them, and with them scores and tie orders)."""
-    v = np.array(vectors, dtype=np.float32, copy=True, ndmin=2)
+    try:
+        v = np.array(vectors, dtype=np.float32, copy=True, ndmin=2)
+    except (TypeError, ValueError) as e:
+        raise InvalidParameterError(f"{what} must be numbers: {e}") from None
     if v.ndim != 2:
         raise InvalidParameterError(f"{what} must be a 2-D array, got shape {v.shape}")
-    norms = np.linalg.norm(v, axis=1)
-    bad = np.flatnonzero(~np.isfinite(v).all(axis=1) | (norms == 0))
+    finite = np.isfinite(v).all(axis=1)
+    with np.errstate(over="ignore", under="ignore"):  # such rows are measured again below
+        norms = np.linalg.norm(v, axis=1)
+    # a finite row whose float32 norm overflows (3e20) or underflows (1e-30 each): its length
+    # in float64, where it is neither, scales it (other rows keep their float32 bits)
+    odd = np.flatnonzero(finite & ((norms == 0) | ~np.isfinite(norms)))
+    if len(odd):
+        wide = np.linalg.norm(v[odd].astype(np.float64), axis=1)
+        v[odd] = (v[odd].astype(np.float64) / np.where(wide > 0, wide, 1.0)[:, None]).astype(np.float32)
+        norms[odd] = np.where(wide > 0, 1.0, 0.0)
+    bad = np.flatnonzero(~finite | (norms == 0))
     if len(bad):
         row = int(bad[0])
         who = f"tool {names[row]!r}" if names is not None and row < len(names) else f"row {row}"
@@ -290,7 +302,10 @@ class DenseIndex:
     def search(self, query: Vectors, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, cosine scores)`` of the ``k`` nearest allowed tools, best first."""
         k = count("k", k)
-        q = unit_rows(query, "query vector")[0]
+        rows = unit_rows(query, "query vector")
+        if len(rows) != 1:
+            raise InvalidParameterError(f"query vector must be one vector, got {len(rows)} rows")
+        q = rows[0]
         if not len(self):  # an empty catalog: nothing to find, whatever the embedder said its size is
             return np.zeros(0, np.uint32), np.zeros(0, np.float32)
         if q.shape[0] != self.vectors.shape[1]:

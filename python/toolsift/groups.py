@@ -27,12 +27,17 @@ class GroupTable(NamedTuple):
 
 
 class Grouping:
-    """The groups of an index's tools, computed on first use."""
+    """The groups of an index's tools: computed now for a ``group_by`` of the owner's, so that
+    what it fails on fails the build (or the load) the owner runs, never a caller's first
+    grouped query with an error naming another caller's tool; on first use for the default
+    (a tool's namespace, from its name alone: a loaded index then parses no tool)."""
 
     def __init__(self, group_by: Callable[[Tool], str], tools: Sequence[Tool], names: Iterable[str]) -> None:
         self.group_by = group_by
         self._tools, self._names = tools, names
         self._table: GroupTable | None = None
+        if group_by is not default_group:
+            self.table()
 
     def table(self) -> GroupTable:
         """Every tool's group (see ``group_by``)."""
@@ -93,7 +98,10 @@ def groups_arg(groups: int | None) -> int | None:
 
 
 def _group_name(group_by: Callable[[Tool], str], tool: Tool) -> str:
-    found = group_by(tool)
+    try:
+        found = group_by(tool)
+    except Exception as e:  # the owner's function: said as the tool it failed on
+        raise InvalidToolError(f"group_by raised {type(e).__name__}: {e}", tool=tool.name, field="group") from e
     if not isinstance(found, str):
         raise InvalidToolError(f"group_by returned {type(found).__name__}, not a string", tool=tool.name, field="group")
     return str.__str__(found)

@@ -23,7 +23,18 @@ from typing import Any
 import numpy as np
 
 from ._core import DEFAULT_K1, DEFAULT_PREFIX_WEIGHT
-from .arguments import check_queries, count, evidence_floor, file_path, flag, limit, query_parts, tool_names
+from .arguments import (
+    UNLIMITED,
+    check_queries,
+    count,
+    evidence_floor,
+    file_path,
+    flag,
+    limit,
+    query_batch,
+    query_parts,
+    tool_names,
+)
 from .callers import WITHHELD, Caller, Masks, Perms, perms_of
 from .dense import DenseIndex, Embedder, check_embedder
 from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolError
@@ -218,6 +229,7 @@ class Index:
         self._positions: Mapping[str, int] = parts.positions
         self._core: Any = parts.core
         self._core_count: int = parts.core.num_core()
+        self._core_positions: np.ndarray | None = None  # made on first use (see _usable_cores)
         self._scoring, self._statistics = parts.scoring, statistics
         self.findings: tuple[Finding, ...] = parts.findings
         """The scanner's findings (``scan="report"`` or ``"withhold"``), in registry order. An index
@@ -537,7 +549,7 @@ class Index:
 
     def search_many(self, queries: Sequence[str | Query], *, k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
-        k, perms = count("k", k), perms_of(caller)
+        k, perms, queries = count("k", k), perms_of(caller), query_batch(queries)
         if not self._batchable(queries):
             return [self.search(q, k=k, caller=perms.names) for q in queries]
         batch = self._checked(queries, lambda: self._lexical.search_many([query_parts(q) for q in queries], perms, k))
@@ -556,7 +568,7 @@ class Index:
             limit("budget_tokens", budget_tokens),
             None if max_tools is None else count("max_tools", max_tools),
         )
-        perms = perms_of(caller)
+        perms, queries = perms_of(caller), query_batch(queries)
         if not self._batchable(queries):
             return [
                 self.select(q, caller=perms.names, budget_tokens=budget_tokens, max_tools=max_tools) for q in queries
@@ -594,7 +606,7 @@ class Index:
         scope = self._groups.members(group)
         if wanted is None:
             return scope
-        depth = self._hybrid.depth + (self._core_count if candidates else 0)
+        depth = min(self._hybrid.depth + (self._usable_cores(perms, scope) if candidates else 0), UNLIMITED)
         if self._hybrid.lexical_only:
             order = self._search(query, perms, depth, scope)[0].tolist()
         else:
@@ -604,6 +616,19 @@ class Index:
         if candidates and self._core_count:
             order = [p for p in order if not self._core.is_core(p)]
         return self._groups.best(order, wanted)
+
+    def _usable_cores(self, perms: Perms, scope: np.ndarray | None) -> int:
+        """The core tools the caller may use among ``scope``: what a ranking that drops core
+        tools fetches beyond its depth. Never the catalog's count, which would let core tools the
+        caller may not use (or withheld ones) change what it gets, and so tell it they exist."""
+        if not self._core_count:
+            return 0
+        if self._core_positions is None:
+            self._core_positions = np.array(
+                [i for i in range(len(self._core)) if self._core.is_core(i)], dtype=np.int64
+            )
+        allowed = self._core.allowed_mask(self._lexical.scoped(perms, scope))
+        return int(np.count_nonzero(allowed[self._core_positions]))
 
     def _search(
         self, query: str | Query, perms: Perms, k: int, scope: np.ndarray | None
