@@ -286,10 +286,10 @@ def decode_manifest(data: bytes) -> tuple[tuple[Row, ...], dict[str, tuple[str, 
         rows = tuple(_row(r) for r in raw["table"])
         held = {str(n): (str(d[0]), str(d[1])) for n, d in raw["held"].items()}
         servers = raw.get("servers")
-        if servers is not None and (type(servers) is not list or not all(type(s) is str for s in servers)):
-            raise TypeError("servers must be a list of names")
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
         raise SnapshotError(f"not a gateway version manifest: {e}") from None
+    if servers is not None and (type(servers) is not list or not all(type(s) is str for s in servers)):
+        raise SnapshotError("not a gateway version manifest: servers must be a list of names")
     return rows, held, servers
 
 
