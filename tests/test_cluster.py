@@ -221,7 +221,8 @@ def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica
         async def accept() -> None:
             async with session(other, ROOT) as root:
                 assert (await call(root, "files__read_file", {"path": "a"})).is_error  # still held
-                review = await root.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                digest = other.held()["files__read_file"][1]
+                review = await root.call_tool("gateway_schema_changes", {"accept": [f"files__read_file@{digest}"]})
                 assert json.loads(text_of(review))["accepted"] == ["files__read_file"]
 
         anyio.run(accept)
@@ -284,7 +285,8 @@ def test_a_lister_that_lost_the_lock_while_publishing_leaves_the_acceptance_to_t
 
         async def accept() -> None:
             async with session(old, ROOT) as root:
-                review = await root.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                digest = old.held()["files__read_file"][1]
+                review = await root.call_tool("gateway_schema_changes", {"accept": [f"files__read_file@{digest}"]})
                 assert json.loads(text_of(review))["accepted"] == ["files__read_file"]
 
         anyio.run(accept)

@@ -166,9 +166,16 @@ def test_strict_mode_holds_a_changed_schema_until_acknowledged(weather_url: str,
                 assert (await call(client, "files__read_file", {"path": "a"})).is_error
                 review = json.loads(text_of(await client.call_tool("gateway_schema_changes", {})))
                 assert list(review["held"]) == ["files__read_file"]
-                old, new = review["held"]["files__read_file"].values()
-                assert old != new
-                accepted = await client.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                held = review["held"]["files__read_file"]
+                assert held["old"] != held["new"] and held["definition"]["name"] == "files__read_file"
+                bare = await client.call_tool("gateway_schema_changes", {"accept": ["files__read_file"]})
+                assert bare.is_error and "NAME@DIGEST" in text_of(bare)  # the definition reviewed is named
+                stale = await client.call_tool(
+                    "gateway_schema_changes", {"accept": [f"files__read_file@{held['old']}"]}
+                )
+                assert json.loads(text_of(stale))["accepted"] == []  # not the held change: nothing put in service
+                twice = [f"files__read_file@{held['new']}"] * 2  # raised KeyError, and lost the tool
+                accepted = await client.call_tool("gateway_schema_changes", {"accept": twice})
                 assert json.loads(text_of(accepted))["accepted"] == ["files__read_file"]
                 assert text_of(await call(client, "files__read_file", {"path": "a"})) == "new contents of a"
             async with session(gateway, ALICE) as alice:  # not an admin: no review tool

@@ -511,3 +511,87 @@ def test_the_digest_covers_an_output_schema_and_keeps_the_old_one_without() -> N
     typed = plain.model_copy(update={"output_schema": {"type": "object", "properties": {"text": {"type": "string"}}}})
     changed = typed.model_copy(update={"output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}})
     assert len({digest(plain), digest(typed), digest(changed)}) == 3
+
+
+def test_a_failed_swap_leaves_the_table_as_served_so_the_same_listing_applies_again(tmp_path: Path) -> None:
+    """The table (and the server's 'seen' mark) were updated before the index was built: when
+    the build failed (the learning store unreadable once), the same listing sent again found
+    nothing to do, and the gateway served no tool of that server, for good."""
+    from mcp import types
+
+    from toolsift.gateway.server import Gateway
+
+    gateway = Gateway(
+        parse({"gateway": {"learn": True, "usage": str(tmp_path / "u.db")}, "servers": {"files": {"command": "x"}}})
+    )
+    assert gateway.learned is not None
+    real, failing = gateway.learned.scopes, [True]
+
+    def scopes() -> Any:
+        if failing[0]:
+            raise sqlite3.OperationalError("database disk image is malformed")
+        return real()
+
+    gateway.learned.scopes = scopes  # type: ignore[method-assign]
+    listing = [types.Tool(name="read", description="Read a file", inputSchema={"type": "object"})]
+
+    async def main() -> None:
+        with pytest.raises(sqlite3.OperationalError):
+            await gateway.apply("files", listing)
+        assert gateway.version.number == 0 and gateway._table == {}
+        failing[0] = False
+        await gateway.apply("files", listing)  # as after the upstream reconnects
+
+    anyio.run(main)
+    assert sorted(gateway.version.entries) == ["files__read"]
+
+
+@pytest.mark.parametrize(("key", "value"), [("log_backups", 0), ("log", ".")])
+def test_a_log_that_would_grow_for_ever_or_cannot_be_opened_is_a_config_error(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    """log_backups = 0 never rotated (one file, growing without limit); a folder as the log
+    raised a raw IsADirectoryError."""
+    from toolsift.gateway.server import Gateway
+
+    gateway = {"log": str(tmp_path / "gateway.jsonl"), key: str(tmp_path) if key == "log" else value}
+    with pytest.raises(GatewayConfigError) as e:
+        Gateway(parse({"gateway": gateway, "servers": {"files": {"command": "x"}}}))
+    assert e.value.field == f"gateway.{key}"
+
+
+def test_a_session_that_stops_reading_its_stream_does_not_hold_up_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Change notifications were awaited one session after another, under the table's lock:
+    a client that stopped reading its stream (its send blocks once the buffers are full) froze
+    every later re-listing and acceptance. (The review reproduced it over HTTP with a client
+    that never reads, after ~31,000 changes; here the send blocks from the start.)"""
+    import time
+
+    from toolsift.gateway import server
+
+    monkeypatch.setattr(server, "NOTIFY_TIMEOUT_S", 0.2)
+    gateway = server.Gateway(parse({"servers": {"files": {"command": "x"}}}))
+
+    class Stalled:  # a session whose transport no longer drains
+        async def send_tool_list_changed(self) -> None:
+            await anyio.sleep_forever()
+
+    class Reading:
+        told = 0
+
+        async def send_tool_list_changed(self) -> None:
+            self.told += 1
+
+    reading = Reading()
+    gateway._legacy.update({1: Stalled(), 2: reading})
+
+    async def main() -> float:
+        started = time.monotonic()
+        await gateway._notify()
+        await gateway._notify()
+        return time.monotonic() - started
+
+    assert anyio.run(main) < 2.0
+    assert list(gateway._legacy) == [2] and reading.told == 2  # the stalled one is no longer told

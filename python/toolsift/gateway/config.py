@@ -170,8 +170,8 @@ class GatewayConfig:
             raise fail("must be a number of seconds >= 0", "gateway.debounce")
         if self.min_evidence is not None and not 0 <= self.min_evidence < float("inf"):
             raise fail("must be a number >= 0 (see Index(min_evidence=...))", "gateway.min_evidence")
-        if self.log_backups < 0:
-            raise fail("must be >= 0", "gateway.log_backups")
+        if self.log_backups < 1:  # Python's rotation never rotates without a backup: unbounded
+            raise fail("must be >= 1 (the rotated files kept)", "gateway.log_backups")
         if not self.path.startswith("/") or any(c.isspace() for c in self.path):
             raise fail(f"must be a URL path starting with '/', not {self.path!r}", "gateway.path")
         if self.log is not None and self.usage is not None and _same_file(self.log, self.usage):

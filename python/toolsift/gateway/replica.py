@@ -230,10 +230,11 @@ class Replication:
             await self.cluster.settle(done)
         return done
 
-    async def acknowledge(self, names: list[str]) -> list[str]:
-        """Stores the acceptance of each held change named (its new digest) for the lister."""
+    async def acknowledge(self, names: list[str], digests: Mapping[str, str] | None = None) -> list[str]:
+        """Stores the acceptance of each held change named (its new digest, which must be the one
+        in ``digests`` when given) for the lister."""
         held = self.gateway.version.held
-        done = [n for n in names if n in held]
+        done = [n for n in dict.fromkeys(names) if n in held and (digests is None or digests.get(n) == held[n][1])]
         await self.cluster.accept({n: held[n][1] for n in done})
         if self.cluster.leading:
             await self._apply_acks()

@@ -57,6 +57,9 @@ from .versions import Entry, Listing, Permissions, Version, digest
 log = logging.getLogger("toolsift.gateway")
 
 REVIEW = "gateway_schema_changes"
+#: Seconds a session may take to accept a change notification: one that does not (it stopped
+#: reading its stream) is notified no more, since changes wait on the notifications.
+NOTIFY_TIMEOUT_S = 2.0
 ANONYMOUS = "anonymous"
 #: Longest string field of a log record (a query, an error), in characters; longer ones are cut.
 MAX_LOG_CHARS = 2000
@@ -164,7 +167,12 @@ class Gateway:
         self.telemetry = Telemetry(
             config.telemetry, config.telemetry_text, tracer_provider=tracer_provider, meter_provider=meter_provider
         )
-        self.log = EventLog(config.log, config.log_max_bytes, config.log_backups)
+        try:
+            self.log = EventLog(config.log, config.log_max_bytes, config.log_backups)
+        except OSError as e:  # a folder, a missing folder, no permission
+            raise GatewayConfigError(
+                f"cannot open the log: {e.strerror or e}", path=config.source, field="gateway.log"
+            ) from None
         self.upstreams = {s.name: Upstream(s, self.apply, debounce=config.debounce) for s in config.servers}
         self._table: dict[str, Entry] = {}  # registry order: first seen first, new tools appended
         self._held: dict[str, Entry] = {}  # schema changes waiting for acknowledgement
@@ -250,6 +258,7 @@ class Gateway:
 
     async def _apply(self, server: str, tools: list[types.Tool]) -> None:
         async with self._lock:
+            before = self._tables_now()
             fresh: dict[str, Entry] = {}
             invalid: list[dict[str, Any]] = []
             # names as the catalog tells them apart (NFKC): a name that folds like another
@@ -314,7 +323,7 @@ class Gateway:
                 return
             self._seen.add(server)
             self.log.write("reindex", server=server, added=added, removed=removed, changed=changed)
-            await self._swap()
+            await self._swap_or_undo(before)
 
     def _report_cuts(self, server: str, cut: list[Entry]) -> None:
         """Logs each description the gateway cut (a line per tool, bounded; once per tool and
@@ -350,8 +359,11 @@ class Gateway:
         table = tuple((n, e.server, e.upstream_name, e.digest, e.hidden, e.cut_from) for n, e in self._table.items())
 
         def build() -> Index:  # off the event loop: index build and the catalog file beside the log
-            if self.config.log:  # `toolsift eval --gateway-log` reads it with the log
-                catalog.save(self.config.log + ".tools.jsonl")
+            if self.config.log:  # `toolsift eval --gateway-log` reads it with the log; serving does not
+                try:
+                    catalog.save(self.config.log + ".tools.jsonl")
+                except (OSError, ToolsiftError) as e:
+                    log.warning("could not write the catalog beside the log: %s", e)
             config = self.config
             return Index(catalog, scan=config.scan, statistics=config.statistics, min_evidence=config.min_evidence)
 
@@ -443,25 +455,47 @@ class Gateway:
         """Schema changes waiting for acknowledgement: ``{name: (old digest, new digest)}``."""
         return dict(self.version.held)
 
-    async def acknowledge(self, names: list[str]) -> list[str]:
-        """Puts held schema changes into service; returns the names that were held. In a cluster
-        the acceptance (of each tool's new digest) is stored in Redis and the lister applies it;
+    async def acknowledge(self, names: list[str], digests: Mapping[str, str] | None = None) -> list[str]:
+        """Puts held schema changes into service (with ``digests``, only those whose new digest
+        is the one given: the definition reviewed); returns the names put. In a cluster the
+        acceptance (of each tool's new digest) is stored in Redis and the lister applies it;
         :class:`~toolsift.errors.StoreUnavailableError` when Redis cannot be reached."""
         if self.replication is not None:
-            return await self.replication.acknowledge(names)
-        return await self.put_in_service(names)
+            return await self.replication.acknowledge(names, digests)
+        return await self.put_in_service(names, digests)
 
     async def put_in_service(self, names: Iterable[str], digests: Mapping[str, str] | None = None) -> list[str]:
         """Puts the held changes of ``names`` into service (those whose new digest is the one in
         ``digests``, when given), with a new version if any was held; the names put."""
         async with self._lock:
-            done = [n for n in names if n in self._held and (digests is None or digests.get(n) == self._held[n].digest)]
+            unique = dict.fromkeys(names)  # a name given twice is put once
+            done = [
+                n for n in unique if n in self._held and (digests is None or digests.get(n) == self._held[n].digest)
+            ]
+            before = self._tables_now()
             for n in done:
                 self._table[n] = self._held.pop(n)
                 self.log.write("schema_acknowledged", tool=n, digest=self._table[n].digest)
             if done:
-                await self._swap()
+                await self._swap_or_undo(before)
             return done
+
+    def _tables_now(self) -> tuple[dict[str, Entry], dict[str, Entry], dict[str, Entry], set[str]]:
+        """Copies of the tool table, held and retired changes and servers seen: what a failed
+        swap puts back (shallow: entries are not changed in place)."""
+        return dict(self._table), dict(self._held), dict(self._retired), set(self._seen)
+
+    async def _swap_or_undo(
+        self, before: tuple[dict[str, Entry], dict[str, Entry], dict[str, Entry], set[str]]
+    ) -> None:
+        """Builds and serves the table's new version; when that fails, the table goes back to
+        the version in service, so the same listing (sent again after a reconnect) or the same
+        acceptance is applied again instead of finding nothing to do, for good."""
+        try:
+            await self._swap()
+        except BaseException:
+            self._table, self._held, self._retired, self._seen = before
+            raise
 
     def reset(self) -> None:
         """Rebuilds every listing (tier plans) of the version in service on next use, with the
@@ -473,11 +507,22 @@ class Gateway:
 
     async def _notify(self) -> None:
         await self._bus.publish(ToolsListChanged())
-        for key, session in list(self._legacy.items()):
-            try:
-                await session.send_tool_list_changed()
-            except Exception:
+
+        async def tell(key: int, session: Any) -> None:
+            sent = False
+            with anyio.move_on_after(NOTIFY_TIMEOUT_S):
+                try:
+                    await session.send_tool_list_changed()
+                    sent = True
+                except Exception:
+                    pass
+            if not sent:  # gone, or not reading its stream: it must not hold up every change
                 self._legacy.pop(key, None)
+                log.info("a session that did not take a change notification is no longer notified")
+
+        async with anyio.create_task_group() as tg:  # at most NOTIFY_TIMEOUT_S, however many sessions
+            for key, session in list(self._legacy.items()):
+                tg.start_soon(tell, key, session)
 
     def _remember_session(self, ctx: Any) -> None:
         """Keeps a handshake-era session for change notifications until its connection closes."""
@@ -673,12 +718,23 @@ class Gateway:
     async def _review(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         accept = arguments.get("accept", [])
         if not isinstance(accept, list) or not all(isinstance(n, str) for n in accept):
-            return _error("accept must be a list of tool names")
+            return _error("accept must be a list of NAME@DIGEST strings")
+        # an acceptance names the definition reviewed (its new digest), so that a change the
+        # upstream makes between the review and the accept is not put in service unseen
+        digests = dict(item.rpartition("@")[::2] for item in accept)
+        if any(not name or not digest for name, digest in digests.items()):
+            return _error("accept takes NAME@DIGEST: the tool and the `new` digest of its held change, as listed")
         try:
-            done = await self.acknowledge(accept)
+            done = await self.acknowledge(list(digests), digests)
         except StoreUnavailableError as e:
             return _error(str(e))
-        pending = {n: {"old": old, "new": new} for n, (old, new) in self.held().items()}
+        pending = {}
+        for n, (old, new) in self.held().items():
+            entry = self._held.get(n)
+            shown: dict[str, Any] = {"old": old, "new": new}
+            if entry is not None and not entry.placeholder and entry.digest == new:  # what is to be reviewed
+                shown["definition"] = entry.tool.definition()
+            pending[n] = shown
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps({"accepted": done, "held": pending}))]
         )
@@ -979,10 +1035,13 @@ def _error(text: str) -> types.CallToolResult:
 def _review_tool() -> types.Tool:
     return types.Tool(
         name=REVIEW,
-        description="List upstream tools whose schema changed and is held back; accept some by name.",
+        description=(
+            "List upstream tools whose schema changed and is held back (each with its old and new digest and "
+            "the new definition); accept some as NAME@DIGEST, the new digest you reviewed."
+        ),
         input_schema={
             "type": "object",
-            "properties": {"accept": {"type": "array", "items": {"type": "string"}}},
+            "properties": {"accept": {"type": "array", "items": {"type": "string", "description": "NAME@DIGEST"}}},
         },
     )
 
