@@ -194,6 +194,19 @@ def test_usage_counted_on_three_replicas_pins_a_tool_on_every_replica_after_rese
     assert cluster.gateways[0].usage.score(usage_key(["weather"]), "weather__get_forecast") == 0
 
 
+def hold_a_change(replicas: Replicas, via: Gateway) -> None:
+    """An upstream change of files__read_file, made through ``via``, held on every replica."""
+
+    async def reword() -> None:
+        async with session(via, ROOT) as root:
+            assert text_of(await call(root, "files__reword", {})) == "reworded"
+
+    anyio.run(reword)
+    for gateway in replicas.gateways:
+        wait_for(lambda g=gateway: "files__read_file" in g.held(), timeout=VISIBLE_WITHIN_S)
+        assert "files__read_file" not in gateway.version.entries
+
+
 def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica_can_accept_it(
     redis_server: RedisServer, files_url: str, weather_url: str, tmp_path: Path
 ) -> None:
@@ -201,16 +214,7 @@ def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica
     replicas = Replicas(text, tmp_path, 3)
     try:
         wait_for(replicas.converged)
-        first = replicas.others()[0]
-
-        async def reword() -> None:
-            async with session(first, ROOT) as root:
-                assert text_of(await call(root, "files__reword", {})) == "reworded"
-
-        anyio.run(reword)
-        for gateway in replicas.gateways:
-            wait_for(lambda g=gateway: "files__read_file" in g.held(), timeout=VISIBLE_WITHIN_S)
-            assert "files__read_file" not in gateway.version.entries
+        hold_a_change(replicas, replicas.others()[0])
         replicas.stop(replicas.lister())  # the lister goes; another takes over its table
         wait_for(lambda: any(g.replication is not None and g.replication.cluster.leading for g in replicas.gateways))
         wait_for(replicas.converged)
@@ -261,14 +265,7 @@ def test_a_lister_that_lost_the_lock_while_publishing_leaves_the_acceptance_to_t
     try:
         wait_for(replicas.converged)
         old, new = replicas.lister(), replicas.others()[0]
-
-        async def reword() -> None:
-            async with session(new, ROOT) as root:
-                assert text_of(await call(root, "files__reword", {})) == "reworded"
-
-        anyio.run(reword)
-        for gateway in replicas.gateways:
-            wait_for(lambda g=gateway: "files__read_file" in g.held(), timeout=VISIBLE_WITHIN_S)
+        hold_a_change(replicas, new)
         before = old.version.number
         assert old.replication is not None and new.replication is not None
         cluster, handed = old.replication.cluster, []
