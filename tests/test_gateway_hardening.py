@@ -595,3 +595,32 @@ def test_a_session_that_stops_reading_its_stream_does_not_hold_up_changes(
 
     assert anyio.run(main) < 2.0
     assert list(gateway._legacy) == [2] and reading.told == 2  # the stalled one is no longer told
+
+
+def test_an_acceptance_cancelled_while_clients_are_told_stays_in_service() -> None:
+    """A swap cancelled after its version went into service (while a slow session was being
+    told) put the old table back: the accepted change was held again by the next listing."""
+    import mcp_types as types
+
+    from toolsift.gateway.server import Gateway
+
+    def tool(description: str) -> Any:
+        return types.Tool(name="send", description=description, input_schema={"type": "object"})
+
+    gateway = Gateway(parse({"gateway": {"strict_schema_changes": True}, "servers": {"files": {"command": "x"}}}))
+
+    class Slow:
+        async def send_tool_list_changed(self) -> None:
+            await anyio.sleep(10)
+
+    async def main() -> None:
+        await gateway.apply("files", [tool("Send the report")])
+        await gateway.apply("files", [tool("Send the report v2")])
+        new = gateway.held()["files__send"][1]
+        gateway._legacy[1] = Slow()
+        with anyio.move_on_after(0.3):  # the admin's request cancelled
+            await gateway.acknowledge(["files__send"], {"files__send": new})
+        await gateway.apply("files", [tool("Send the report v2"), types.Tool(name="other", input_schema={})])
+
+    anyio.run(main)
+    assert gateway.held() == {} and gateway.version.entries["files__send"].tool.description == "Send the report v2"

@@ -389,6 +389,12 @@ def test_one_page_of_a_paginated_listing_is_refused_not_taken_for_the_whole() ->
         ts.Catalog.from_mcp(page)
     assert e.value.field == "nextCursor"
     assert ts.Catalog.from_mcp({**page, "nextCursor": None}).names == ("a",)  # the last page
+    from mcp import types
+
+    result = types.ListToolsResult.model_validate(page)  # the SDK's object: next_cursor
+    with pytest.raises(CatalogFormatError, match="nextCursor"):
+        ts.Catalog.from_mcp(result)
+    assert ts.Catalog.from_mcp(types.ListToolsResult.model_validate({"tools": page["tools"]})).names == ("a",)
 
 
 def test_a_name_listed_twice_in_a_file_names_the_file(tmp_path: Path) -> None:

@@ -41,7 +41,10 @@ Permissions = Mapping[str, Any] | Callable[[str], Any] | None
 
 
 def _items(data: Any, what: str) -> list[Any]:
-    cursor = data.get("nextCursor") if isinstance(data, Mapping) else getattr(data, "nextCursor", None)
+    if isinstance(data, Mapping):
+        cursor = data.get("nextCursor")
+    else:  # the SDK's result object names it in snake case (nextCursor is its JSON alias)
+        cursor = getattr(data, "next_cursor", None) or getattr(data, "nextCursor", None)
     if cursor:  # the later pages' tools would be missing, unnoticed
         raise CatalogFormatError(
             f"{what} is one page of a listing (nextCursor {str(cursor)[:40]!r}): list every page and "

@@ -491,10 +491,12 @@ class Gateway:
         """Builds and serves the table's new version; when that fails, the table goes back to
         the version in service, so the same listing (sent again after a reconnect) or the same
         acceptance is applied again instead of finding nothing to do, for good."""
+        served = self.version
         try:
             await self._swap()
         except BaseException:
-            self._table, self._held, self._retired, self._seen = before
+            if self.version is served:  # not once the new version is in service (a cancelled notice)
+                self._table, self._held, self._retired, self._seen = before
             raise
 
     def reset(self) -> None:
