@@ -326,13 +326,18 @@ SENT_TTL_S = 7 * 24 * 3600
 _PASSING = ("READONLY", "OOM", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "BUSY", "NOREPLICAS")
 
 
+@functools.cache
+def _passing_kinds() -> tuple[type[BaseException], ...]:
+    """The client's classes of those errors (it names most by class, the code taken off the message)."""
+    redis = redis_module()
+    names = ("ReadOnlyError", "OutOfMemoryError", "BusyLoadingError", "MasterDownError", "TryAgainError")
+    return tuple(getattr(redis.exceptions, n) for n in (*names, "ClusterDownError"))
+
+
 def _passing(error: object) -> bool:
     if not isinstance(error, Exception):
         return False
-    redis = redis_module()  # the client names most of them by class, the code taken off the message
-    kinds = (redis.ReadOnlyError, redis.OutOfMemoryError, redis.BusyLoadingError)
-    more = tuple(getattr(redis.exceptions, n) for n in ("MasterDownError", "TryAgainError", "ClusterDownError"))
-    return isinstance(error, kinds + more) or str(error).lstrip().startswith(_PASSING)
+    return isinstance(error, _passing_kinds()) or str(error).lstrip().startswith(_PASSING)
 
 
 def redis_module() -> Any:
@@ -443,18 +448,20 @@ class RedisUsageStore:
                 log.error("usage store refused %d records, which are dropped: %s", len(batch), e)
                 written = [e] * len(batch)
             del self._queued[: len(batch)]
-            again = [item for item, row in zip(batch, written, strict=True) if _passing(row)]
-            for (user, tool, _, _), row in zip(batch, written, strict=True):
+            again, first = [], None  # records not applied, for a while: sent again, in their order
+            for item, row in zip(batch, written, strict=True):
+                user, tool = item[0], item[1]
                 if _passing(row):
-                    continue
-                if isinstance(row, Exception):
+                    again.append(item)
+                    first = first or row
+                elif isinstance(row, Exception):
                     log.error("usage store refused a call of %r by %r, which is dropped: %s", tool, user, row)
                 elif (known := _row(row)) is not None:
                     self._known[user, tool] = known
             self._writes += 1
-            if again:  # not applied, for a while: first in the queue again, in their order
+            if first is not None:
                 self._queued[:0] = again
-                self._down(next(row for row in written if _passing(row)))
+                self._down(first)
                 return False
             self.available = True
         return True
