@@ -114,6 +114,54 @@ def test_an_upstream_tool_added_at_runtime_becomes_searchable(gateway: Gateway) 
     assert reindex and reindex[0]["removed"] == [] and reindex[0]["changed"] == []
 
 
+def test_only_callers_who_may_use_a_changed_tool_are_told_of_it(gateway: Gateway) -> None:
+    """Every session used to get ``tools/list_changed`` for any change: bob, who may not use
+    the files tools, learned that (and when) one of them changed. A change is now told to the
+    sessions whose tools it changes, over both the handshake-era notification and the
+    2026-07-28 ``subscriptions/listen`` stream."""
+    told: dict[str, int] = {"alice-legacy": 0, "bob-legacy": 0, "alice-listen": 0, "bob-listen": 0}
+
+    def counter(name: str) -> Any:
+        async def on_message(message: Any) -> None:
+            if type(message).__name__ == "ToolListChangedNotification":
+                told[name] += 1
+
+        return on_message
+
+    async def listen(client: Client, name: str, ready: anyio.Event) -> None:
+        async with client.listen(tools_list_changed=True) as stream:
+            ready.set()
+            async for _event in stream:
+                told[name] += 1
+
+    async def scenario() -> None:
+        async with (
+            session(gateway, ALICE, mode="legacy", message_handler=counter("alice-legacy")) as alice,
+            session(gateway, BOB, mode="legacy", message_handler=counter("bob-legacy")) as bob,
+            session(gateway, ALICE) as alice_now,
+            session(gateway, BOB) as bob_now,
+            session(gateway, ROOT) as root,
+            anyio.create_task_group() as tg,
+        ):
+            await alice.list_tools()
+            await bob.list_tools()
+            for client, name in ((alice_now, "alice-listen"), (bob_now, "bob-listen")):
+                ready = anyio.Event()
+                tg.start_soon(listen, client, name, ready)
+                await ready.wait()
+            assert text_of(await call(root, "files__grow", {})) == "grown"  # a files tool is added
+
+            async def alice_told() -> bool:
+                return told["alice-legacy"] >= 1 and told["alice-listen"] >= 1
+
+            await eventually(alice_told)
+            await anyio.sleep(0.5)  # time for a notice to bob to arrive, were one sent
+            tg.cancel_scope.cancel()
+        assert told["bob-legacy"] == told["bob-listen"] == 0, told
+
+    anyio.run(scenario)
+
+
 def test_a_crashed_upstream_is_reported_and_restarted(gateway: Gateway) -> None:
     async def scenario() -> None:
         async with session(gateway, ROOT) as client:

@@ -585,7 +585,8 @@ def test_a_session_that_stops_reading_its_stream_does_not_hold_up_changes(
             self.told += 1
 
     reading = Reading()
-    gateway._legacy.update({1: Stalled(), 2: reading})
+    everyone = gateway._audience(gateway._anonymous)
+    gateway._legacy.update({1: (Stalled(), everyone), 2: (reading, everyone)})
 
     async def main() -> float:
         started = time.monotonic()
@@ -617,7 +618,7 @@ def test_an_acceptance_cancelled_while_clients_are_told_stays_in_service() -> No
         await gateway.apply("files", [tool("Send the report")])
         await gateway.apply("files", [tool("Send the report v2")])
         new = gateway.held()["files__send"][1]
-        gateway._legacy[1] = Slow()
+        gateway._legacy[1] = (Slow(), gateway._audience(gateway._anonymous))
         with anyio.move_on_after(0.3):  # the admin's request cancelled
             await gateway.acknowledge(["files__send"], {"files__send": new})
         await gateway.apply("files", [tool("Send the report v2"), types.Tool(name="other", input_schema={})])

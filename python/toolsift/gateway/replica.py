@@ -83,7 +83,7 @@ class Replicated(Protocol):
     async def take_over(self, tables: Callable[[Version], tuple[dict[str, Entry], dict[str, Entry]]]) -> None: ...
     def renumber(self, number: int) -> None: ...
     async def put_in_service(self, names: Iterable[str], digests: Mapping[str, str] | None = None) -> list[str]: ...
-    async def announce(self, version: Version) -> None: ...
+    async def announce(self, version: Version, previous: Version) -> None: ...
     def learned_indexes(self, index: Index, built: Mapping[str, Index]) -> dict[str, Index]: ...
 
 
@@ -266,11 +266,12 @@ class Replication:
         if not self._replaces(stored.version):
             return
         self._payload, self.local = None, False  # what this replica made and did not store is dropped
+        previous = gateway.version
         gateway.version = version = Version(stored.version, entries, index, held=held, table=table, learned=learned)
         gateway.telemetry.reindexed(version.number, len(entries), len(held), "loaded", time.perf_counter() - started)
         self.loaded += 1
         gateway.log.write("version_loaded", version=version.number, tools=len(entries))
-        await gateway.announce(version)
+        await gateway.announce(version, previous)
 
     def _decode(
         self, number: int, manifest: bytes, snapshot: bytes

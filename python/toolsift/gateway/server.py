@@ -54,6 +54,9 @@ from .telemetry import Telemetry
 from .upstream import Upstream
 from .versions import Entry, Listing, Permissions, Version, digest
 
+#: Who is told of a change alike: a permission set, and whether it reviews held schema changes.
+Audience = tuple[Permissions, bool]
+
 log = logging.getLogger("toolsift.gateway")
 
 REVIEW = "gateway_schema_changes"
@@ -184,8 +187,11 @@ class Gateway:
         self._cuts_reported: set[tuple[str, str]] = set()  # (tool, digest) of descriptions cut and logged
         self._lock = anyio.Lock()
         self.version = Version(0, {}, Index(Catalog()))
-        self._bus = InMemorySubscriptionBus()
-        self._legacy: dict[int, Any] = {}  # handshake-era sessions to notify, removed when they close
+        # who is told of a change: per audience (see _audience), the listen streams of 2026-07-28
+        # sessions and the handshake-era sessions (removed when they close)
+        self._listeners: dict[Audience, ListenHandler] = {}
+        self._buses: dict[Audience, InMemorySubscriptionBus] = {}
+        self._legacy: dict[int, tuple[Any, Audience]] = {}
         self._anonymous = CallerConfig(ANONYMOUS, "", tuple(all_permissions(config)), admin=True)
         self._stdio_caller: CallerConfig | None = None
         if config.transport == "stdio" or token is not None:
@@ -376,7 +382,7 @@ class Gateway:
             "poisoned",
             ({"tool": f.tool, "field": f.field, "kind": f.kind, "detail": f.detail, "withheld": withheld} for f in new),
         )
-        number = self.version.number + 1
+        previous, number = self.version, self.version.number + 1
         if self.replication is not None:  # the lister: stored and announced for the other replicas
             number = await self.replication.publish(index, table, held) or number
             if not self.replication.cluster.leading:  # lost the lock meanwhile: another lists now
@@ -385,14 +391,41 @@ class Gateway:
         self.telemetry.reindexed(number, len(live), len(held), "listed", time.perf_counter() - started)
         self._table_version = number
         self.version = version = Version(number, live, index, held=held, table=table, learned=learned)
-        await self.announce(version)
+        await self.announce(version, previous)
 
-    async def announce(self, version: Version) -> None:
-        """Tells the clients that ``version``, now in service, changed the tools, and builds its
-        listings (when serving: a bare :meth:`apply` builds them on demand)."""
-        await self._notify()
+    async def announce(self, version: Version, previous: Version) -> None:
+        """Tells the clients whose tools ``version``, now in service in place of ``previous``,
+        changed (see :meth:`_changed_for`), and builds its listings (when serving: a bare
+        :meth:`apply` builds them on demand)."""
+        await self._notify(self._changed_for(version, previous))
         if self._task_group is not None:
             self._task_group.start_soon(self._prepare, version)
+
+    def _audience(self, caller: CallerConfig) -> Audience:
+        """Whose change notifications a caller gets: its permission set, and whether it reviews
+        held schema changes (an admin of a gateway with ``strict_schema_changes``)."""
+        return _key(caller), caller.admin and self.config.strict_schema_changes
+
+    def _changed_for(self, version: Version, previous: Version) -> set[Audience]:
+        """The audiences listening now whose view differs between the two versions: a tool they
+        may use came, went or changed (by digest), or, for reviewers, a held change did. Any
+        other audience is told nothing: a notice for a change to tools it may not use would say
+        that, and when, something it cannot see changed."""
+        listening = set(self._buses) | {audience for _, audience in self._legacy.values()}
+        if not listening:
+            return set()
+        new, old = version.entries, previous.entries
+        changed = [n for n in old if n not in new]
+        changed += [n for n, e in new.items() if (o := old.get(n)) is None or o.digest != e.digest]
+        held = version.held != previous.held
+
+        def sees(audience: Audience) -> bool:
+            perms, reviews = audience
+            return (reviews and held) or any(
+                version.index.allows(n, caller=perms) or previous.index.allows(n, caller=perms) for n in changed
+            )
+
+        return {a for a in listening if sees(a)}
 
     # -- the tool table, as replication sees it ------------------------------------------------
     def holds_changes(self) -> bool:
@@ -507,8 +540,11 @@ class Gateway:
         if self._task_group is not None and threading.get_ident() == self._loop_thread:  # else: on first use
             self._task_group.start_soon(self._prepare, version)
 
-    async def _notify(self) -> None:
-        await self._bus.publish(ToolsListChanged())
+    async def _notify(self, audiences: set[Audience] | None = None) -> None:
+        """Sends ``tools/list_changed`` to the sessions of ``audiences`` (default: every one)."""
+        for audience, bus in list(self._buses.items()):
+            if audiences is None or audience in audiences:
+                await bus.publish(ToolsListChanged())
 
         async def tell(key: int, session: Any) -> None:
             sent = False
@@ -523,16 +559,17 @@ class Gateway:
                 log.info("a session that did not take a change notification is no longer notified")
 
         async with anyio.create_task_group() as tg:  # at most NOTIFY_TIMEOUT_S, however many sessions
-            for key, session in list(self._legacy.items()):
-                tg.start_soon(tell, key, session)
+            for key, (session, audience) in list(self._legacy.items()):
+                if audiences is None or audience in audiences:
+                    tg.start_soon(tell, key, session)
 
-    def _remember_session(self, ctx: Any) -> None:
+    def _remember_session(self, ctx: Any, caller: CallerConfig) -> None:
         """Keeps a handshake-era session for change notifications until its connection closes."""
         connection = getattr(ctx.session, "_connection", None)
         key = id(connection if connection is not None else ctx.session)
         if key in self._legacy:
             return
-        self._legacy[key] = ctx.session
+        self._legacy[key] = (ctx.session, self._audience(caller))
         stack = getattr(connection, "exit_stack", None)
         if stack is not None:  # torn down by the SDK when the session ends (DELETE, idle, crash)
             stack.callback(self._legacy.pop, key, None)
@@ -605,13 +642,22 @@ class Gateway:
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=self._listen,
         )
+
+    async def _listen(self, ctx: Any, params: Any) -> Any:
+        """Serves ``subscriptions/listen`` (2026-07-28) with the stream of the caller's audience."""
+        audience = self._audience(self._caller(ctx))
+        handler = self._listeners.get(audience)
+        if handler is None:
+            bus = self._buses[audience] = InMemorySubscriptionBus()
+            handler = self._listeners[audience] = ListenHandler(bus)
+        return await handler(ctx, params)
 
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = self._caller(ctx)
         if not str(ctx.protocol_version).startswith("2026"):
-            self._remember_session(ctx)
+            self._remember_session(ctx, caller)
         tools = list((await self.listing(caller)).tools)
         if caller.admin and self.config.strict_schema_changes:
             tools.append(_review_tool())
