@@ -317,7 +317,7 @@ def test_callers_with_the_same_permissions_share_one_listing(gateway: Gateway) -
         async with session(gateway, ALICE) as a, session(gateway, ALICE) as b:
             first, second = await a.list_tools(), await b.list_tools()
             assert [t.name for t in first.tools] == [t.name for t in second.tools]
-        assert len(gateway.version.listings) == len(gateway.permission_sets()) == 3  # none per session
+        assert len(gateway.version.listings) == len(gateway.listing_keys()) == 3  # none per session
 
     anyio.run(scenario)
 
@@ -515,7 +515,7 @@ def test_the_digest_covers_an_output_schema_and_keeps_the_old_one_without() -> N
 
 def test_a_failed_swap_leaves_the_table_as_served_so_the_same_listing_applies_again(tmp_path: Path) -> None:
     """The table (and the server's 'seen' mark) were updated before the index was built: when
-    the build failed (the learning store unreadable once), the same listing sent again found
+    the build failed (once), the same listing sent again found
     nothing to do, and the gateway served no tool of that server, for good."""
     from mcp import types
 
@@ -524,15 +524,14 @@ def test_a_failed_swap_leaves_the_table_as_served_so_the_same_listing_applies_ag
     gateway = Gateway(
         parse({"gateway": {"learn": True, "usage": str(tmp_path / "u.db")}, "servers": {"files": {"command": "x"}}})
     )
-    assert gateway.learned is not None
-    real, failing = gateway.learned.scopes, [True]
+    real, failing = gateway.learned_indexes, [True]
 
-    def scopes() -> Any:
+    def learned_indexes(*args: Any) -> Any:  # an index build failing once (memory, a bad learned text)
         if failing[0]:
             raise sqlite3.OperationalError("database disk image is malformed")
-        return real()
+        return real(*args)
 
-    gateway.learned.scopes = scopes  # type: ignore[method-assign]
+    gateway.learned_indexes = learned_indexes  # type: ignore[method-assign]
     listing = [types.Tool(name="read", description="Read a file", inputSchema={"type": "object"})]
 
     async def main() -> None:

@@ -130,3 +130,71 @@ def test_a_store_that_fails_costs_the_events_not_the_gateway(
         anyio.run(scenario)
     log = (tmp_path / "gateway.jsonl").read_text()
     assert '"event": "learn_failed"' in log and '"event": "learned"' in log
+
+
+CAROL = "carol-token-000"
+CAROL_CALLER = f'\n[callers.carol]\ntoken = "{CAROL}"\npermissions = ["files", "weather"]\n'  # alice's
+
+
+@pytest.mark.parametrize("scope", ["caller", "permissions"])
+def test_callers_with_the_same_permissions_learn_apart_unless_pooled(
+    weather_url: str, tmp_path: Path, scope: str
+) -> None:
+    """The default scope was the permission set: carol, with alice's permissions, was ranked
+    by alice's words (and could read them off her own ranking). ``learn_scope = "permissions"``
+    now pools such callers on purpose."""
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2, learn_scope=scope) + CAROL_CALLER
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ALICE) as alice, session(gateway, CAROL) as carol:
+                await teach(alice)
+
+                async def learned() -> bool:
+                    return (await search(alice, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(learned)
+                pooled = (await search(carol, ASK))[:1] == ["weather__get_forecast"]
+                assert pooled == (scope == "permissions")
+
+        anyio.run(scenario)
+
+
+def test_a_bad_row_in_the_store_costs_that_row_not_the_gateway(weather_url: str, tmp_path: Path) -> None:
+    """One row another program wrote (a score that is not a number), in a scope no caller
+    uses, failed every index build: the gateway served no tool at all."""
+    usage = str(tmp_path / "usage.db")
+    peer = Learned(usage)
+    for _ in range(3):
+        peer.add("user:bob", {"weather__get_forecast": words(ASK)})
+    peer._db.execute("INSERT INTO learned VALUES ('some-old-scope', 'x', 'word', 'not a number', 0)")
+    peer.close()
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2, usage=usage)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, BOB) as bob:
+
+                async def served() -> bool:
+                    return (await search(bob, ASK))[:1] == ["weather__get_forecast"]
+
+                await eventually(served)
+
+        anyio.run(scenario)
+
+
+def test_a_search_by_group_teaches_nothing(weather_url: str, tmp_path: Path) -> None:
+    """A lookup by group names no request: the calls after it taught the group's words."""
+    usage = str(tmp_path / "usage.db")
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2, usage=usage)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ALICE) as alice:
+                found = await alice.call_tool("tool_search", {"query": ASK, "group": "weather"})
+                assert not found.is_error
+                assert not (await call(alice, "weather__get_forecast", {"city": "Oslo"})).is_error
+                await anyio.sleep(1.0)  # five learning rounds: the search went idle, so it was taken
+
+        anyio.run(scenario)
+    assert Learned(usage).scopes() == []

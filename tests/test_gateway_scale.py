@@ -63,15 +63,15 @@ def test_every_configured_callers_listing_is_built_before_its_first_request(tmp_
     with running(config(tmp_path, 2_000), tmp_path) as gateway:
         ready(gateway, 2_000)
         listings = dict(gateway.version.listings)  # no client has asked anything yet
-        assert set(listings) == set(gateway.permission_sets()) == {("many",), ("extra", "many")}
+        assert set(listings) == set(gateway.listing_keys()) == {(("many",), ""), (("extra", "many"), "")}
 
         async def scenario() -> None:
             async with session(gateway, A) as client:
                 listed = await client.list_tools()
-            assert [t.name for t in listed.tools] == [t.name for t in listings[("many",)].tools]
+            assert [t.name for t in listed.tools] == [t.name for t in listings[(("many",), "")].tools]
 
         anyio.run(scenario)
-        assert gateway.version.listings[("many",)] is listings[("many",)]  # served from it, not rebuilt
+        assert gateway.version.listings[(("many",), "")] is listings[(("many",), "")]  # served from it, not rebuilt
     events = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().splitlines()]
     assert [e["tools"] for e in events if e["event"] == "ready"][-1] == 2_000
 

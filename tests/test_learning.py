@@ -484,3 +484,102 @@ def test_sessions_of_one_scope_share_the_index_rebuilt_with_its_texts() -> None:
     assert second.index is not first.index and names(first.index, "zebra") == []
     assert names(second.index, "zebra") == ["tls_check"]
     assert ts.Toolbox(index, learned=store, scope="team").index is second.index  # a new session: shared
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_requests_that_rank_alike_are_on_one_side(seed: int | None) -> None:
+    """The split told requests apart by their words in order: "now enqueue the payload" and
+    "enqueue the payload now", or "renew certificate" and "renewing certificates", or requests
+    that differ only by a number, rank and teach alike, yet fell on both sides."""
+    forms = [
+        ("now enqueue the payload", "enqueue the payload now"),
+        ("renew certificate", "renewing certificates"),
+        ("invoices of 2024", "invoices of 2025"),
+        ("look up the domain", "the domain look up"),
+    ]
+    queries = [LabelledQuery(str(i), forms[i % 4][i // 4 % 2], ("sqs_send",)) for i in range(8)]
+    log, scored = split(Dataset("alike", ts.Catalog(TOOLS), queries), 0.5, seed)
+    for form in forms:
+        played = any(q.text in form for q in log)
+        held = any(q.text in form for q in scored.queries)
+        assert played != held, form
+
+
+def test_a_replay_given_a_store_scores_nothing_an_earlier_replay_played() -> None:
+    queries = [
+        LabelledQuery("0", "resolve the hostname", ("dns_lookup",)),
+        LabelledQuery("1", "map a name to its address", ("dns_lookup",)),
+    ]
+    store = Learned()
+    first = replay(Dataset("a", ts.Catalog(TOOLS), queries), 0.5, learned=store)
+    again = replay(Dataset("a", ts.Catalog(TOOLS), queries[::-1]), 0.5, learned=store)  # the other half played
+    assert first.learned_tools == again.learned_tools == 1
+    assert sorted(store.texts("replay")["dns_lookup"].split()) == sorted(words(queries[1].text))  # the second's only
+
+
+def test_one_event_teaches_a_tool_a_bounded_number_of_words() -> None:
+    """A request of a megabyte, then one call, wrote a row per distinct word it held (300,000
+    rows, 136 MB, in the review's run), and every later read of the scope paid for them."""
+    learned = Learned(cap=3)
+    learned.add("s", {"t": [f"w{i}x" for i in range(5_000)]})
+    (count,) = learned._db.execute("SELECT COUNT(*) FROM learned").fetchone()
+    assert count == 3 * KEPT_ROWS
+    kept = {w for (w,) in learned._db.execute("SELECT word FROM learned")}
+    assert kept == {f"w{i}x" for i in range(3 * KEPT_ROWS)}  # the first ones
+
+
+def test_words_nobody_learns_again_are_deleted_with_their_scopes() -> None:
+    """Aged-out rows were deleted only when the same tool of the same scope learned again:
+    a scope no longer used kept every row, and was still listed by `scopes`."""
+    from toolsift import learning
+
+    now = [0.0]
+    learned = Learned(half_life_s=10.0, clock=lambda: now[0])
+    for user in range(20):
+        learned.add(f"user-{user}", {"t": ["old"]})
+    now[0] = 100.0
+    assert learned.texts("user-0") == {} and len(learned.scopes()) == 20  # forgotten, still stored
+    assert learned.prune() == 20 and learned.scopes() == []
+    for user in range(20):
+        learned.add(f"user-{user}", {"t": ["old"]})
+    now[0] = 200.0
+    for _ in range(learning.PRUNE_EVERY - 40):  # `add` does it on its own every PRUNE_EVERY events
+        learned.add("busy", {"t": ["fresh"]})
+    assert learned.scopes() == ["busy"]
+
+
+def test_rows_another_program_wrote_are_skipped_and_a_damaged_file_is_a_typed_error(tmp_path: Path) -> None:
+    path = tmp_path / "learned.db"
+    learned = Learned(path)
+    learned.add("s", {"t": ["good"]})
+    rows = [("s", "t", "bad", "x", 1.0), ("s", "t", "huge", float("inf"), 1.0), ("other", "u", "w", 1.0, "y")]
+    learned._db.executemany("INSERT INTO learned VALUES (?, ?, ?, ?, ?)", rows)
+    assert learned.weights("s") == {"t": {"good": pytest.approx(1.0)}} and learned.weights("other") == {}
+    learned.close()
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # the first page's tree gone: "database disk image is malformed"
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreFormatError):
+        Learned(path).weights("s")
+
+
+def test_odd_input_to_learning_gets_typed_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = ts.Index(TOOLS)
+    monkeypatch.chdir(tmp_path)
+    bad: list[tuple[str, object]] = [
+        ("words(5)", lambda: words(5)),  # type: ignore[arg-type]
+        (
+            "a lone surrogate, one tool",
+            lambda: Learned(known=0).observe(index, "dns \ud800", ["dns_lookup"], scope="s"),
+        ),
+        ("a lone surrogate word", lambda: Learned().add("s", {"t": ["\ud800"]})),
+        ("texts(index=5)", lambda: Learned().texts("s", index=5)),  # type: ignore[arg-type]
+        ("a NaN clock", lambda: Learned(clock=lambda: float("nan")).add("s", {"t": ["w"]})),
+        ("a clock of text", lambda: Learned(clock=lambda: "now").weights("s")),  # type: ignore[arg-type, return-value]
+        ("a tiny half-life", lambda: Learned(half_life_s=1e-300)),
+        ("a number as path", lambda: Learned(5)),  # type: ignore[arg-type]
+    ]
+    for what, run in bad:
+        with pytest.raises(InvalidParameterError):
+            run()  # type: ignore[operator]
+        assert not (tmp_path / "5").exists(), what

@@ -34,7 +34,9 @@ as the log, the rest is scored with and without what was learned.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,10 +45,10 @@ from typing import TYPE_CHECKING
 
 from . import _core
 from .arguments import tool_names
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, StoreFormatError, StoreUnavailableError
 from .intents import clauses
 from .query import Query, check_text
-from .usage import open_sqlite, positive_number
+from .usage import busy, open_sqlite, positive_number
 
 if TYPE_CHECKING:
     from .index import Caller, Index
@@ -90,8 +92,18 @@ WEIGHTS_KEPT = 256
 #: climb into it; the rest, and words aged under half an event's weight, are deleted. The
 #: words of the event being added are kept whatever their weight (a new word weighs the least
 #: of all: it would be cut before it could ever climb), so a tool holds at most
-#: ``cap * KEPT_ROWS`` words plus those of its latest event.
+#: ``cap * KEPT_ROWS`` words plus those of its latest event, which teaches each tool at most
+#: ``cap * KEPT_ROWS`` words (its first ones: a request of a megabyte must not write a row per
+#: word it holds).
 KEPT_ROWS = 4
+#: Events after which :meth:`Learned.add` also deletes the rows of every scope and tool aged
+#: under half an event's weight (a tool learns no more, a scope no longer used): the table
+#: stays bounded by what is still learned, not by all that ever was.
+PRUNE_EVERY = 1000
+#: The shortest half-life :class:`Learned` takes, in seconds: ageing divides by it.
+MIN_HALF_LIFE_S = 1e-3
+
+log = logging.getLogger("toolsift")
 
 # one tool's rows aged to ?3: those under half an event's weight, and those beyond the ?5
 # heaviest (the same order as `weights`: heaviest first, then by word) that are not among the
@@ -102,6 +114,9 @@ _PRUNE = """DELETE FROM learned WHERE scope = ?1 AND tool = ?2 AND (
         ORDER BY score * pow(0.5, max(?3 - updated, 0.0) / ?4) DESC, word LIMIT ?5)
         AND word NOT IN (SELECT value FROM json_each(?6)))"""
 
+# every row aged to ?1 under half an event's weight (the half-life ?2), whatever its scope
+_PRUNE_ALL = """DELETE FROM learned WHERE score * pow(0.5, max(?1 - updated, 0.0) / ?2) < 0.5"""
+
 
 def words(text: str) -> list[str]:
     """The distinct words of ``text`` worth learning, in order: the words the index's tokenizer
@@ -109,7 +124,7 @@ def words(text: str) -> list[str]:
     folded; CJK as character bigrams; stop words and one-letter words dropped), each one that
     tokenizes again to a single term, not digits only."""
     out: dict[str, None] = {}
-    for word in _core.words(text):  # each tokenizes again to its own single term
+    for word in _core.words(check_text("text", text)):  # each tokenizes again to its own single term
         if not word.isdigit():
             out.setdefault(word)
     return list(out)
@@ -123,6 +138,8 @@ def attribute(index: Index, request: str | Query, called: Sequence[str], caller:
     one tool left without a clause (if exactly one is). Tools the caller may not use, or that the
     index does not hold, are left out; a tool that got nothing is not in the result.
     """
+    if isinstance(request, str):
+        check_text("request", request)
     tools = list(dict.fromkeys(n for n in tool_names("called", called) if index.allows(n, caller=caller)))
     pieces = clauses(request)
     if not tools or not pieces:
@@ -170,15 +187,30 @@ class Learned:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.half_life_s = positive_number("half_life_s", half_life_s)
+        if not MIN_HALF_LIFE_S <= self.half_life_s < math.inf:
+            raise InvalidParameterError(
+                f"half_life_s must be at least {MIN_HALF_LIFE_S:g} s and finite, not {half_life_s!r}"
+            )
+        if not callable(clock):
+            raise InvalidParameterError(f"clock must be callable, not {type(clock).__name__}")
         for what, value, least in (("cap", cap, 1), ("max_repeats", max_repeats, 1), ("known", known, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise InvalidParameterError(f"{what} must be an int >= {least}, not {value!r}")
         self.cap, self.max_repeats, self.known, self.clock = cap, max_repeats, known, clock
         self._db = open_sqlite(path, _SCHEMA)
+        self._path = str(path)
         self._lock = threading.Lock()
         # each scope's weights as last read, with when (see _stamp): every toolbox made or reset,
         # and every gateway learning round, asks again, most often with nothing changed
         self._weights: dict[str, tuple[tuple[int, int, int], dict[str, dict[str, float]]]] = {}
+        self._events = 0  # added by this instance, for the store-wide prune (PRUNE_EVERY)
+
+    def _now(self) -> float:
+        """The clock's time, which must be a finite number of seconds."""
+        now = self.clock()
+        if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+            raise InvalidParameterError(f"clock must return a finite number of seconds, not {now!r}")
+        return float(now)
 
     def observe(
         self, index: Index, request: str | Query, called: Sequence[str], *, scope: str, caller: Caller = None
@@ -203,31 +235,39 @@ class Learned:
         scope = check_text("scope", scope)
         if not isinstance(taught, Mapping):
             raise InvalidParameterError(f"taught must map tool names to words, not {type(taught).__name__}")
-        now = float(self.clock())
+        now = self._now()
         rows = []
+        keep = self.cap * KEPT_ROWS
         for tool, ws in taught.items():
             check_text("tool", tool)
-            for w in tool_names(f"the words of {tool!r}", ws):
-                if len(_core.tokenize(w)) != 1:
+            for w in list(dict.fromkeys(tool_names(f"the words of {tool!r}", ws)))[:keep]:
+                if len(_core.tokenize(check_text(f"a word of {tool!r}", w))) != 1:
                     raise InvalidParameterError(f"the words of {tool!r}: {w!r} is not one word the index keeps")
                 rows.append((scope, tool, w, now, self.half_life_s))
         if not rows:
             return
-        keep = self.cap * KEPT_ROWS
         event: dict[str, list[str]] = {}
         for r in rows:
             event.setdefault(r[1], []).append(r[2])
         with self._lock:
-            before = self._stamp(now) if scope in self._weights else None
-            self._db.execute("BEGIN")  # one event, one transaction: all of its words or none
+            self._events += 1
             try:
-                self._db.executemany(_LEARN, rows)
-                prune = [(scope, tool, now, self.half_life_s, keep, json.dumps(ws)) for tool, ws in event.items()]
-                self._db.executemany(_PRUNE, prune)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                # IMMEDIATE: the write lock is held from here, so no other process commits between
+                # the stamp and this write (the cache below would take its rows as unchanged)
+                self._db.execute("BEGIN IMMEDIATE")  # one event, one transaction: all of its words or none
+                before = self._stamp(now) if scope in self._weights else None
+                try:
+                    self._db.executemany(_LEARN, rows)
+                    prune = [(scope, tool, now, self.half_life_s, keep, json.dumps(ws)) for tool, ws in event.items()]
+                    self._db.executemany(_PRUNE, prune)
+                    if self._events % PRUNE_EVERY == 0:
+                        self._db.execute(_PRUNE_ALL, (now, self.half_life_s))
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as e:
+                raise _store_error(e, self._path) from None
             cached = self._weights.get(scope)
             if cached is not None and cached[0] == before:  # only this write since: its tools read again
                 touched = self._db.execute(_TOOLS_ROWS, (scope, json.dumps(list(event)))).fetchall()
@@ -237,7 +277,10 @@ class Learned:
     def scopes(self) -> list[str]:
         """Every scope that holds learned words, sorted."""
         with self._lock:
-            rows = self._db.execute("SELECT DISTINCT scope FROM learned ORDER BY scope").fetchall()
+            try:
+                rows = self._db.execute("SELECT DISTINCT scope FROM learned ORDER BY scope").fetchall()
+            except sqlite3.DatabaseError as e:
+                raise _store_error(e, self._path) from None
         return [str(r[0]) for r in rows]
 
     def weights(self, scope: str) -> dict[str, dict[str, float]]:
@@ -245,15 +288,18 @@ class Learned:
         again only once the store changed (a write by this or another process) or a ten
         thousandth of a half-life went by (ageing changes a weight by 0.007 % in that time)."""
         scope = check_text("scope", scope)
-        now = float(self.clock())
+        now = self._now()
         with self._lock:
-            stamp = self._stamp(now)
-            cached = self._weights.get(scope)
-            if cached is not None and cached[0] == stamp:
-                return {tool: dict(ws) for tool, ws in cached[1].items()}
-            rows = self._db.execute(
-                "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word", (scope,)
-            ).fetchall()
+            try:
+                stamp = self._stamp(now)
+                cached = self._weights.get(scope)
+                if cached is not None and cached[0] == stamp:
+                    return {tool: dict(ws) for tool, ws in cached[1].items()}
+                rows = self._db.execute(
+                    "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word", (scope,)
+                ).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise _store_error(e, self._path) from None
         weights = self._heaviest(rows, now)
         with self._lock:
             if len(self._weights) >= WEIGHTS_KEPT and scope not in self._weights:
@@ -263,11 +309,20 @@ class Learned:
 
     def _heaviest(self, rows: list[tuple[str, str, float, float]], now: float) -> dict[str, dict[str, float]]:
         """Each tool's ``cap`` heaviest words at ``now`` of ``rows`` (tool, word, score, updated),
-        heaviest first, then by word; tools in the order of ``rows``."""
+        heaviest first, then by word; tools in the order of ``rows``. A row that is not a
+        learned word (another program's write: a score that is not a finite number, a word that
+        is not text) is skipped and logged, not taken nor a failure of every scope's texts."""
         found: dict[str, list[tuple[float, str]]] = {}
+        bad = 0
         for tool, word, score, updated in rows:
+            numbers = all(type(x) in (int, float) and math.isfinite(x) for x in (score, updated))
+            if not (numbers and isinstance(tool, str) and isinstance(word, str)):
+                bad += 1
+                continue
             weight = score * 0.5 ** (max(now - updated, 0.0) / self.half_life_s)
             found.setdefault(tool, []).append((weight, word))
+        if bad:
+            log.warning("%s: %d learned row(s) that are not a word and a finite weight skipped", self._path, bad)
         return {
             tool: {w: weight for weight, w in sorted(pairs, key=lambda p: (-p[0], p[1]))[: self.cap]}
             for tool, pairs in found.items()
@@ -285,6 +340,8 @@ class Learned:
         weight's number of times (rounded, 1 to ``max_repeats``); words under half an event's
         weight are forgotten. With ``index``, only tools it holds (for
         :meth:`toolsift.Index.with_learned`)."""
+        if index is not None and not hasattr(index, "__contains__"):
+            raise InvalidParameterError(f"index must be a toolsift.Index or None, not {type(index).__name__}")
         out: dict[str, str] = {}
         for tool, ws in self.weights(scope).items():
             if index is not None and tool not in index:
@@ -299,6 +356,24 @@ class Learned:
         with self._lock:
             self._db.execute("DELETE FROM learned WHERE scope = ?", (check_text("scope", scope),))
 
+    def prune(self) -> int:
+        """Deletes the rows of every scope aged under half an event's weight (forgotten words,
+        scopes no longer used); the number deleted. :meth:`add` also does it every
+        :data:`PRUNE_EVERY` events."""
+        with self._lock:
+            try:
+                return self._db.execute(_PRUNE_ALL, (self._now(), self.half_life_s)).rowcount
+            except sqlite3.DatabaseError as e:
+                raise _store_error(e, self._path) from None
+
     def close(self) -> None:
         """Closes the database."""
         self._db.close()
+
+
+def _store_error(e: sqlite3.DatabaseError, path: str) -> Exception:
+    """The typed error of a failed read or write of the store: locked past the busy timeout
+    (:class:`~toolsift.errors.StoreUnavailableError`), else damaged (``StoreFormatError``)."""
+    if isinstance(e, sqlite3.OperationalError) and busy(e):
+        return StoreUnavailableError(f"{path}: the store stayed locked by another process ({e})")
+    return StoreFormatError(f"the learned words cannot be read or written ({e})", path=path)

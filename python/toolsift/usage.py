@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from .arguments import file_path
 from .errors import InvalidParameterError, MissingExtraError, StoreFormatError, StoreUnavailableError, ToolsiftError
 from .query import check_text
 
@@ -111,7 +112,7 @@ def _check_tables(db: sqlite3.Connection, schema: str, path: str, *, required: b
         raise StoreFormatError(f"its {table} table is not toolsift's (other columns)", path=path)
 
 
-def _busy(e: sqlite3.OperationalError) -> bool:
+def busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in str(e) or "busy" in str(e)
 
 
@@ -124,7 +125,7 @@ def _until_free(db: sqlite3.Connection, statement: str, deadline: float) -> None
             db.execute(statement)
             return
         except sqlite3.OperationalError as e:
-            if not _busy(e) or time.monotonic() >= deadline:
+            if not busy(e) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)
 
@@ -138,6 +139,8 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: bool = False) -> sq
     :class:`~toolsift.errors.StoreFormatError` before anything is written to it."""
     if sqlite3.sqlite_version_info < (3, 24, 0):
         raise ToolsiftError(f"toolsift needs SQLite >= 3.24 (upserts); this Python has {sqlite3.sqlite_version}")
+    if path != ":memory:":
+        file_path(path)  # not a number (which would name a file "5"), nor a path with a NUL
     if read_only and (str(path) == ":memory:" or not Path(path).is_file()):
         raise StoreFormatError("no such store file to read", path=str(path))
     target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only else str(path)
@@ -165,7 +168,7 @@ def open_sqlite(path: str | Path, schema: str, *, read_only: bool = False) -> sq
         _until_free(db, schema, deadline)
     except sqlite3.OperationalError as e:
         db.close()
-        if _busy(e):  # another process held it past the busy timeout: not the file's fault
+        if busy(e):  # another process held it past the busy timeout: not the file's fault
             raise StoreUnavailableError(
                 f"{path}: the store stayed locked by another process for {BUSY_TIMEOUT_S:g} s ({e})"
             ) from None

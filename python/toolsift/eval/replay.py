@@ -39,10 +39,10 @@ class Replay:
 def split(dataset: Dataset, fraction: float, seed: int | None = None) -> tuple[list[LabelledQuery], Dataset]:
     """The log part and the scored part of ``dataset`` (a seed shuffles the requests first).
 
-    The cut is made between distinct requests, by their words as the index reads them (case,
-    quotes and punctuation aside; the systems rank the text alone): a request the dataset holds
-    twice, or twice but for a quote or a final period, is all on one side, so no scored request
-    was played word for word."""
+    The cut is made between distinct requests, by their terms as the index ranks them (case,
+    quotes, punctuation, word order, inflection and digits aside; the systems rank the text
+    alone): a request the dataset holds twice, or twice but for those, is all on one side, so
+    no scored request was played in other words that rank and teach alike."""
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
         raise InvalidParameterError(f"the replay fraction must be a number in (0, 1), not {fraction!r}")
     queries = list(dataset.queries)
@@ -61,7 +61,10 @@ def split(dataset: Dataset, fraction: float, seed: int | None = None) -> tuple[l
 
 
 def _request(q: LabelledQuery) -> tuple[str, ...]:
-    return tuple(_core.words(q.text)) or (q.text,)
+    """What tells requests apart: the terms the index ranks them by (stemmed, in any order,
+    each once), digits aside, as learning drops them; two requests with the same terms rank
+    alike and teach alike."""
+    return tuple(sorted({t for t in _core.tokenize(q.text) if not t.isdigit()})) or (q.text,)
 
 
 def called_tools(dataset: Dataset, query: LabelledQuery, named: dict[str, list[str]] | None = None) -> list[str]:
@@ -97,6 +100,7 @@ def replay(
     index = Index(dataset.catalog)
     clock = [0.0]
     store = learned or Learned(clock=lambda: clock[0])
+    store.forget(SCOPE)  # a store given twice: what an earlier replay played is not scored here
     named = tools_by_label(dataset)
     for i, q in enumerate(log):
         clock[0] = float(i)  # one event a second: the log is far younger than a half-life

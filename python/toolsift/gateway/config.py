@@ -145,7 +145,7 @@ class GatewayConfig:
             "transport": ("http", "stdio"),
             "scan": ("off", "report", "withhold"),
             "statistics": STATISTICS,
-            "learn_scope": ("caller", "shared"),
+            "learn_scope": ("caller", "permissions", "shared"),
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:

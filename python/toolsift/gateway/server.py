@@ -56,6 +56,8 @@ from .versions import Entry, Listing, Permissions, Version, digest
 
 #: Who is told of a change alike: a permission set, and whether it reviews held schema changes.
 Audience = tuple[Permissions, bool]
+#: What a listing is built for: a permission set and a learning scope (see ``Gateway._scope``).
+ListingKey = tuple[Permissions, str]
 
 log = logging.getLogger("toolsift.gateway")
 
@@ -453,10 +455,16 @@ class Gateway:
         """The version in service, and the table it was made from, are stored as ``number``."""
         self.version.number = self._table_version = number
 
-    def permission_sets(self) -> list[Permissions]:
-        """The distinct permission sets of the configured callers (or of the anonymous caller)."""
-        callers = self.config.callers or (self._anonymous,)
-        return sorted({_key(c) for c in callers})
+    def listing_keys(self) -> list[ListingKey]:
+        """The distinct listings of the configured callers (or of the anonymous caller)."""
+        return sorted({self._listing_key(c) for c in self._callers()})
+
+    def _callers(self) -> tuple[CallerConfig, ...]:
+        return tuple(self.config.callers) or (self._anonymous,)
+
+    def _listing_key(self, caller: CallerConfig) -> ListingKey:
+        """What a caller's listing depends on: its permission set and its learning scope."""
+        return _key(caller), self._scope(caller)
 
     async def _prepare(self, version: Version) -> None:
         """Builds the listing of every configured permission set, one after another in a worker
@@ -465,14 +473,14 @@ class Gateway:
         being built is waited for, never built twice), so a slow plan for one caller never
         holds up another's first request."""
         started = time.perf_counter()
-        for perms in self.permission_sets():
+        for key in self.listing_keys():
             if version is not self.version:
                 return  # a newer version is in service; its own preparation builds its listings
             try:
-                await self._listing(version, perms)
+                await self._listing(version, key)
             except Exception as e:  # the set's own requests get the error; the others are built
-                log.warning("could not build the listing of %s: %s", perms, e)
-                self.log.write("listing_failed", version=version.number, permissions=list(perms), error=str(e))
+                log.warning("could not build the listing of %s: %s", key[0], e)
+                self.log.write("listing_failed", version=version.number, permissions=list(key[0]), error=str(e))
         version.ready.set()
         ms = (time.perf_counter() - started) * 1e3
         cut = sum(1 for e in version.entries.values() if e.cut_from)
@@ -583,23 +591,24 @@ class Gateway:
         loop, so other callers' requests go on being served meanwhile.
         """
         v = version or self.version
-        key = _key(caller)
+        key = self._listing_key(caller)
         found = v.listings.get(key)
         return found if found is not None else await self._listing(v, key)
 
-    async def _listing(self, v: Version, key: Permissions) -> Listing:
+    async def _listing(self, v: Version, key: ListingKey) -> Listing:
         async with v.building.setdefault(key, anyio.Lock()):
             found = v.listings.get(key)
             if found is None:
                 found = v.listings[key] = await anyio.to_thread.run_sync(self._build_listing, v, key)
         return found
 
-    def _build_listing(self, v: Version, perms: Permissions) -> Listing:
+    def _build_listing(self, v: Version, key: ListingKey) -> Listing:
+        perms, scope = key
         pinned = [e.tool.name for e in v.entries.values() if e.tool.core]
         usage = self.usage.usage_count(usage_key(perms))  # shared by the replicas of a cluster
         tiers = ToolTierOptions(core=pinned, pinned=pinned, budget_tokens=self.config.budget_tokens, usage_count=usage)
         handlers = {name: self._runner(entry) for name, entry in v.entries.items()}
-        box = Toolbox(v.index_for(self._scope(perms)), tiers=tiers, caller=list(perms), handlers=handlers)
+        box = Toolbox(v.index_for(scope), tiers=tiers, caller=list(perms), handlers=handlers)
         definitions = box.tools("mcp")
         tools = [types.Tool.model_validate(d) for d in definitions]
         box.index.search("", k=0, caller=perms)  # builds the caller's own index now (statistics="caller")
@@ -615,12 +624,12 @@ class Gateway:
         caller = _REQUEST_CALLER.get()
         if caller is None or name in (SEARCH, CALL):
             return None
-        v, key = self.version, _key(caller)
-        listing = v.listings.get(key)
+        v = self.version
+        listing = v.listings.get(self._listing_key(caller))
         if listing is not None:
             return listing.schemas.get(name)
         entry = v.entries.get(name)
-        if entry is None or not entry.tool.core or not v.index.allows(name, caller=key):
+        if entry is None or not entry.tool.core or not v.index.allows(name, caller=_key(caller)):
             return None
         return entry.tool.parameters
 
@@ -678,7 +687,7 @@ class Gateway:
                 record.text("query", arguments.get("query", ""))
                 result = await self._search(version, caller, box, arguments, started, record)
             if self.learned is not None and not result.is_error:
-                await self._learn(session, caller, arguments.get("query"))
+                await self._learn(session, caller, arguments)
             return result
         with self.telemetry.operation("call_tool") as record:
             result = await self._run(version, caller, box, name, arguments, started, record)
@@ -788,14 +797,25 @@ class Gateway:
         )
 
     # -- learning from use (see toolsift.learning) ---------------------------------------------
-    def _scope(self, perms: Permissions) -> str:
-        """The learning scope of a permission set: its usage key, or one shared scope."""
-        return "shared" if self.config.learn_scope == "shared" else usage_key(perms)
+    def _scope(self, caller: CallerConfig) -> str:
+        """Whose learned words a caller ranks with and teaches (``learn_scope``): its own
+        ("caller"), its permission set's ("permissions"), or everyone's ("shared"); ``""``
+        without learning."""
+        if self.learned is None:
+            return ""
+        if self.config.learn_scope == "shared":
+            return "shared"
+        if self.config.learn_scope == "permissions":
+            return usage_key(_key(caller))
+        return f"user:{caller.name}"
 
-    async def _learn(self, session: str, caller: CallerConfig, query: object) -> None:
-        """Learns from the session's previous search and the calls after it, then waits on this one."""
+    async def _learn(self, session: str, caller: CallerConfig, arguments: Mapping[str, Any]) -> None:
+        """Learns from the session's previous search and the calls after it, then waits on this
+        one (a plain search: a lookup by name or group says nothing about words)."""
         done = self._pending.pop(session, None)
-        if isinstance(query, str) and query.strip() and not query.startswith(("select:", "group:")):
+        query = arguments.get("query")
+        plain = arguments.get("group") is None and isinstance(query, str) and query.strip()
+        if plain and isinstance(query, str) and not query.startswith(("select:", "group:")):
             self._pending[session] = (query, caller, time.monotonic(), [])
         if done is not None and done[3]:
             await anyio.to_thread.run_sync(self._observe, done)
@@ -803,8 +823,7 @@ class Gateway:
     def _observe(self, event: tuple[str, CallerConfig, float, list[str]]) -> None:
         assert self.learned is not None
         query, caller, _, called = event
-        perms = _key(caller)
-        scope = self._scope(perms)
+        perms, scope = _key(caller), self._scope(caller)
         try:
             taught = self.learned.observe(self.version.index_for(scope), query, called, scope=scope, caller=list(perms))
         except Exception as e:  # the store failed (locked, full, damaged): this event is lost, not the gateway
@@ -815,16 +834,24 @@ class Gateway:
             self.log.write("learned", caller=caller.name, tools=sorted(taught))
 
     def learned_indexes(self, index: Index, built: Mapping[str, Index]) -> dict[str, Index]:
-        """``index`` rebuilt with each scope's learned texts as the store holds them now (this
-        replica's events, other replicas' sharing the store, ageing); a scope whose texts equal
-        those of its index in ``built``, made on ``index``, keeps that one."""
+        """``index`` rebuilt with the learned texts of each configured caller's scope as the store
+        holds them now (this replica's events, other replicas' sharing the store, ageing); a
+        scope whose texts equal those of its index in ``built``, made on ``index``, keeps that
+        one. A scope whose texts cannot be read (a store locked or damaged) is logged and ranks
+        without them: it never costs a version or another scope."""
         if self.learned is None:
             return {}
         if index is not self._learned_on:
             built, self._learned_on = {}, index
         out: dict[str, Index] = {}
-        for scope in self.learned.scopes():
-            texts, old = self.learned.texts(scope, index), built.get(scope)
+        for scope in sorted({self._scope(c) for c in self._callers()}):
+            try:
+                texts = self.learned.texts(scope, index)
+            except Exception as e:
+                log.warning("learned texts of scope %r not read", scope, exc_info=True)
+                self.log.write("learn_failed", scope=scope, error=str(e))
+                continue
+            old = built.get(scope)
             if old is not None and old.learned == texts:
                 out[scope] = old
             elif texts:

@@ -55,8 +55,9 @@ class Version:
     number: int
     entries: Mapping[str, Entry]
     index: Index
-    listings: dict[Permissions, Listing] = field(default_factory=dict)
-    building: dict[Permissions, anyio.Lock] = field(default_factory=dict)
+    listings: dict[tuple[Permissions, str], Listing] = field(default_factory=dict)
+    """By permission set and learning scope."""
+    building: dict[tuple[Permissions, str], anyio.Lock] = field(default_factory=dict)
     ready: anyio.Event = field(default_factory=anyio.Event)
     """Set once the listing of every configured caller's permission set is built (one that fails
     is logged, and its callers get the error on their requests)."""
