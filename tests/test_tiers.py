@@ -406,3 +406,40 @@ def test_parts_of_the_wrong_kind_are_refused_when_the_toolbox_is_made(part: str,
     seen it, or (a path as `usage`) ran every call and counted none of them."""
     with pytest.raises(InvalidParameterError, match=part.rstrip("s") if part != "hooks" else "ooks"):
         ts.Toolbox(ts.Catalog([ts.Tool("ping", "Answer pong")]), **{part: value})  # type: ignore[arg-type]
+
+
+def test_a_used_tool_the_selection_takes_again_is_charged_once() -> None:
+    """The used tools' cost came off the budget, then the selection could take one of them
+    again and charge it a second time: 100 tokens of a 300 budget went unused."""
+    tools = [ts.Tool(n, f"Order {n} report", cost_tokens=100) for n in ("alpha", "beta", "gamma", "delta")]
+    box = Toolbox(ts.Catalog(tools), handlers={"alpha": lambda a: "ok"})
+    turn = [{"role": "user", "content": "order alpha report"}]
+    assert names(box.select(turn, budget_tokens=300)) == ["alpha", "beta", "gamma"]
+    box.call("alpha", {})
+    assert names(box.select(turn, budget_tokens=300)) == ["alpha", "beta", "gamma"]  # was ["alpha", "beta"]
+    assert names(box.select(turn, budget_tokens=250)) == ["alpha", "beta"]  # never over the budget
+
+
+def test_a_lookup_by_name_gives_each_tool_once_and_at_most_limit() -> None:
+    box = Toolbox(ts.Catalog([ts.Tool("a", "Tool a"), ts.Tool("b", "Tool b")]))
+    found = box.search_tools({"query": "select:a,a,b,a", "limit": 5})
+    assert [t.name for t in found] == ["a", "b"]
+    assert [t.name for t in box.search_tools({"query": "select:b,a", "limit": 1})] == ["b"]
+
+
+def test_an_owners_counter_or_group_function_that_raises_names_the_tool() -> None:
+    tools = [ts.Tool("alpha", "Tool alpha"), ts.Tool("beta", "Tool beta")]
+
+    def counter(definition: dict) -> int:  # type: ignore[type-arg]
+        return {"alpha": 10}[definition["name"]]
+
+    with pytest.raises(InvalidToolError) as e:
+        ts.Index(tools, count_tokens=counter)
+    assert e.value.tool == "beta" and "KeyError" in str(e.value)
+    for group in (lambda t: t.name[9], lambda t: None):
+        with pytest.raises(InvalidToolError) as e:
+            Toolbox(ts.Catalog(tools), tiers=ToolTierOptions(budget_tokens=100, group=group)).tools()
+        assert e.value.tool == "alpha" and e.value.field == "group"
+    with pytest.raises(InvalidToolError) as e:
+        Toolbox(ts.Catalog(tools), tiers=ToolTierOptions(budget_tokens=100, count_tokens=counter)).tools()
+    assert e.value.tool == "beta"

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .arguments import count
-from .errors import InvalidParameterError, InvalidToolError
-from .plan import default_group, namespace
+from .errors import InvalidParameterError
+from .plan import default_group, group_name, namespace
 from .registry import Tool
 
 Groups = str | Iterable[str] | None
@@ -46,7 +46,7 @@ class Grouping:
             if self.group_by is default_group:  # the name is enough: a loaded index parses no tool
                 found = [namespace(name) for name in self._names]
             else:
-                found = [_group_name(self.group_by, t) for t in self._tools]
+                found = [group_name(self.group_by, t) for t in self._tools]
             names = tuple(sorted(set(found)))
             ids = {g: i for i, g in enumerate(names)}
             of = np.fromiter((ids[g] for g in found), dtype=np.int64, count=len(found))
@@ -95,16 +95,6 @@ def groups_arg(groups: int | None) -> int | None:
     if count("groups", groups) < 1:
         raise InvalidParameterError("groups must be at least 1 (None: no limit)")
     return groups
-
-
-def _group_name(group_by: Callable[[Tool], str], tool: Tool) -> str:
-    try:
-        found = group_by(tool)
-    except Exception as e:  # the owner's function: said as the tool it failed on
-        raise InvalidToolError(f"group_by raised {type(e).__name__}: {e}", tool=tool.name, field="group") from e
-    if not isinstance(found, str):
-        raise InvalidToolError(f"group_by returned {type(found).__name__}, not a string", tool=tool.name, field="group")
-    return str.__str__(found)
 
 
 def _group_names(group: object) -> list[str]:

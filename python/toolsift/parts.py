@@ -158,7 +158,23 @@ def _costs(tools: Sequence[Tool], counter: Callable[[dict[str, Any]], int]) -> l
 
 
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:
-    return checked_tokens(counter(tool.definition()), tool.name)
+    return counted_tokens(counter, tool.definition(), tool.name)
+
+
+def counted_tokens(
+    counter: Callable[[dict[str, Any]], int],
+    definition: dict[str, Any],
+    tool: str,
+    field: str = "cost_tokens",
+    source: str = "count_tokens",
+) -> int:
+    """What the owner's token counter ``source`` says of ``tool``'s ``definition``, checked (see
+    :func:`checked_tokens`); what it raises is an :class:`InvalidToolError` naming the tool."""
+    try:
+        value = counter(definition)
+    except Exception as e:  # the owner's function: said as the tool it failed on
+        raise InvalidToolError(f"{source} raised {type(e).__name__}: {e}", tool=tool, field=field) from e
+    return checked_tokens(value, tool, field, source)
 
 
 def checked_tokens(value: object, tool: str, field: str = "cost_tokens", source: str = "count_tokens") -> int:

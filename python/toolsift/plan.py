@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .assemble import default_token_count
+from .errors import InvalidToolError
 from .registry import Tool
 
 log = logging.getLogger("toolsift.plan")
@@ -63,6 +64,18 @@ class Tier(str, enum.Enum):
     CORE = "core"
     LISTED = "listed"
     DEFERRED = "deferred"
+
+
+def group_name(group_by: Callable[[Tool], str], tool: Tool, source: str = "group_by") -> str:
+    """The group the owner's ``group_by`` gives ``tool``; what it raises or a group that is not
+    a string is an :class:`~toolsift.errors.InvalidToolError` naming the tool."""
+    try:
+        found = group_by(tool)
+    except Exception as e:  # the owner's function: said as the tool it failed on
+        raise InvalidToolError(f"{source} raised {type(e).__name__}: {e}", tool=tool.name, field="group") from e
+    if not isinstance(found, str):
+        raise InvalidToolError(f"{source} returned {type(found).__name__}, not a string", tool=tool.name, field="group")
+    return str.__str__(found)
 
 
 def default_group(tool: Tool) -> str:
@@ -149,7 +162,7 @@ class Planner:
         self._names = sorted(t.name for t in tools)
         self._line = {t.name: f"- {t.name} — {first_line(t.description)}" for t in tools}
         self._tools = tools
-        self._group = {t.name: str(group(t)) for t in tools}
+        self._group = {t.name: group_name(group, t, "ToolTierOptions.group") for t in tools}
         self._call = call_definition()
         self._call_cost = count(self._call)
         self._arithmetic = count is default_token_count

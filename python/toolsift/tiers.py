@@ -33,7 +33,7 @@ from .callers import Caller, perms_of
 from .errors import InvalidParameterError, InvalidToolError, MissingHandlerError, UnknownToolError
 from .index import Index
 from .learning import Learned
-from .parts import checked_tokens
+from .parts import counted_tokens
 from .plan import CALL, DEFAULT_LIMIT, SEARCH, Plan, Planner, Tier
 from .query import Query, check_text
 from .registry import Catalog, Tool, name_arg
@@ -419,8 +419,9 @@ class Toolbox:
         if group is not None and not isinstance(group, str):
             raise InvalidParameterError("tool_search's 'group' must be a string")
         if query.startswith("select:"):
-            wanted = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
-            found = [self.index.get(n, caller=self._perms) for n in wanted if self.index.allows(n, caller=self._perms)]
+            wanted = dict.fromkeys(n.strip() for n in query[len("select:") :].split(",") if n.strip())
+            allowed = [n for n in wanted if self.index.allows(n, caller=self._perms)]
+            found = [self.index.get(n, caller=self._perms) for n in allowed[:limit]]
             self._learn(None)  # the calls after it answer no ranked request: none is taught
         elif group is not None:
             found = self._in_group(group, query, limit)
@@ -477,11 +478,25 @@ class Toolbox:
         with self._session:
             used = list(self.used)
         kept = {self.index.position(n) for n in used if self.index.allows(n, caller=self._perms)}
-        if budget_tokens is not None and kept:
-            left = count("budget_tokens", budget_tokens) - sum(self.index.cost(i) for i in kept)
-            budget_tokens = max(left, 0)
-        sel = self.index.select(query, caller=self._perms, budget_tokens=budget_tokens, group=group, groups=groups)
-        order = [self.index.tool(i) for i in sorted(kept.union(sel.positions))]
+
+        def chosen(tokens: int | None) -> set[int]:
+            sel = self.index.select(query, caller=self._perms, budget_tokens=tokens, group=group, groups=groups)
+            return set(sel.positions)
+
+        if budget_tokens is None or not kept:
+            picked = chosen(budget_tokens)
+        else:
+            total = count("budget_tokens", budget_tokens)
+            left = max(total - sum(self.index.cost(i) for i in kept), 0)
+            picked = chosen(left)
+            # a used tool the selection took again was charged twice: once more with that room,
+            # kept if the whole still fits (it may take other tools, so it is checked)
+            again = picked & kept
+            if again and left:
+                more = chosen(left + sum(self.index.cost(i) for i in again))
+                if sum(self.index.cost(i) for i in more | kept) <= total:
+                    picked = more
+        order = [self.index.tool(i) for i in sorted(kept | picked)]
         return _emit(sorted(order, key=lambda t: not t.core), format)
 
 
@@ -491,7 +506,7 @@ def _checked_counter(count_tokens: Callable[[dict[str, Any]], int]) -> Callable[
 
     def counted(definition: dict[str, Any]) -> int:
         name = str(definition.get("name"))
-        return checked_tokens(count_tokens(definition), name, "count_tokens", "ToolTierOptions.count_tokens")
+        return counted_tokens(count_tokens, definition, name, "count_tokens", "ToolTierOptions.count_tokens")
 
     return counted
 
