@@ -171,3 +171,39 @@ def test_a_query_whose_pieces_all_weigh_zero_matches_nothing_with_intents_too() 
     silent = ts.Query(((COMPOUND, 0.0),))
     assert clauses(silent) == []
     assert index.search(silent) == [] and index.select(silent).names == ()
+
+
+def test_core_tools_take_no_candidate_place_of_a_compound_request() -> None:
+    """A compound request is ranked here, `depth` deep, core tools included; they are packed
+    anyway and left out of the candidates, so each core tool the caller may use cost one."""
+    tools = [ts.Tool(f"queue_{i}", f"Send a message to queue number {i}") for i in range(30)]
+    tools += [ts.Tool(f"table_{i}", f"Put an item into table number {i}") for i in range(30)]
+    tools += [ts.Tool("zebra_queue", "Send a zebra message"), ts.Tool("yak_table", "Put a yak item")]
+    tools += [ts.Tool(f"core_{i}", "Send a message and put an item", core=True) for i in range(5)]
+    tools += [ts.Tool("secret_core", "Send a message and put an item", core=True, permissions=["admin"])]
+    index = ts.Index(tools, depth=20)
+    request = "Send the zebra message. Put the yak item."
+    sel = index.select(request, budget_tokens=None)
+    assert len(sel.core) == 5 and len(sel) - len(sel.core) == 20  # was 15
+    admin = index.select(request, budget_tokens=None, caller=["admin"])
+    assert len(admin.core) == 6 and len(admin) - len(admin.core) == 20
+
+
+def test_quoted_text_numbers_and_abbreviations_are_not_cut_into_intents() -> None:
+    """A message to send, a number with a thousands comma or a list written without spaces,
+    and "e.g." each made clauses of their own: on a catalog of SNS and SQS tools, "bucket
+    deleted, queue purged" made an intent that brought in the SQS delete tools."""
+    assert clauses('Publish to the topic: "bucket deleted, queue purged"') == [
+        'Publish to the topic: "bucket deleted, queue purged"'
+    ]
+    assert clauses("Send «oui, non» to the queue, then list the topics") == [
+        "Send «oui, non» to the queue",
+        "then list the topics",
+    ]
+    assert clauses('"Book a room. Then send the invoice."') == ['"Book a room.', 'Then send the invoice."']
+    assert clauses("Sum 3,4,5 and 1,000. Use a tool, e.g. the adder.") == [
+        "Sum 3,4,5 and 1,000.",
+        "Use a tool",
+        "e.g. the adder.",
+    ]
+    assert clauses("Add 5.0 and 3.2. Then stop") == ["Add 5.0 and 3.2.", "Then stop"]

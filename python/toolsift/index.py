@@ -536,15 +536,18 @@ class Index:
         scope = self._scope(query, perms, group, groups, candidates=True)
         if self._gate_closed(query, perms, scope):
             return Selection(self, self._lexical.select("", perms, tokens, cap, scope), budget_tokens)  # core only
+        # core tools are packed whatever the ranking: a ranking made here fetches as many more
+        # as the caller may use, so that ``depth`` candidates remain once they are left out
+        depth = min(self._hybrid.depth + self._usable_cores(perms, scope), UNLIMITED)
         intents = (
-            self._checked([query], lambda: self._intent_rankings(query, perms, self._hybrid.depth, scope))
+            self._checked([query], lambda: self._intent_rankings(query, perms, depth, scope))
             if self._intents and may_have_clauses(query)
             else []
         )
         if self._hybrid.lexical_only and not intents:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:
-            packed = self._pack(self._ranked(query, perms, scope, intents), perms, tokens, cap, scope)
+            packed = self._pack(self._ranked(query, perms, scope, intents, depth), perms, tokens, cap, scope)
         return Selection(self, packed, budget_tokens)
 
     def search_many(self, queries: Sequence[str | Query], *, k: int = 10, caller: Caller = None) -> list[list[Hit]]:
@@ -641,11 +644,10 @@ class Index:
         return found
 
     def _ranked(
-        self, query: str | Query, perms: Perms, scope: np.ndarray | None, intents: list[IntentRanking]
+        self, query: str | Query, perms: Perms, scope: np.ndarray | None, intents: list[IntentRanking], depth: int
     ) -> list[Hit]:
         """The top ``depth`` tools ranked here rather than inside the core's packing: fused or
         reranked, or merged with the intents' rankings."""
-        depth = self._hybrid.depth
         if self._hybrid.lexical_only:
             ranked = self._hits(self._lexical.search(query_parts(query), perms, depth, scope))
         else:

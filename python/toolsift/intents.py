@@ -44,16 +44,24 @@ SHARE = 2
 #: slots would each get none, and each costs a search.
 MAX_CLAUSES = 16
 
-# "." "?" "!" ";" before a space (not "5.0"); other scripts' stops, semicolons and question
-# marks, which need no space after them: full-width and half-width CJK ones (U+3002, U+FF1F,
-# U+FF01, U+FF1B, U+FF61), the Greek question mark (U+037E), the Armenian full stop (U+0589),
-# Arabic semicolon and question mark (U+061B, U+061F), the Urdu full stop (U+06D4), Devanagari
-# dandas (U+0964, U+0965), Ethiopic, Myanmar and Khmer stops (U+1362, U+104B, U+17D4); line
-# breaks (\n, \r, U+2028, U+2029); commas (ASCII, full-width, ideographic, Arabic)
+# "." "?" "!" ";" before a space (not "5.0", nor the last period of "e.g." or "U.S."); other
+# scripts' stops, semicolons and question marks, which need no space after them: full-width
+# and half-width CJK ones (U+3002, U+FF1F, U+FF01, U+FF1B, U+FF61), the Greek question mark
+# (U+037E), the Armenian full stop (U+0589), Arabic semicolon and question mark (U+061B,
+# U+061F), the Urdu full stop (U+06D4), Devanagari dandas (U+0964, U+0965), Ethiopic, Myanmar
+# and Khmer stops (U+1362, U+104B, U+17D4); line breaks (\n, \r, U+2028, U+2029); commas
+# (ASCII before a space, not "1,000" or "a,b"; full-width, ideographic, Arabic)
 _STOPS = "\u3002\uff1f\uff01\uff1b\uff61\u037e\u0589\u061b\u061f\u06d4\u0964\u0965\u1362\u104b\u17d4"
 _BREAKS = "\n\r\u2028\u2029"
 _COMMAS = ",\uff0c\u3001\u060c"
-_CUT = re.compile(rf"(?<=[.?!;])\s+|[{_STOPS}]\s*|[{_BREAKS}]+|[{_COMMAS}]\s*")
+_CUT = re.compile(rf"(?<=[.?!;])(?<!\.[^\W\d_]\.)\s+|[{_STOPS}]\s*|[{_BREAKS}]+|,(?=\s)\s*|[{_COMMAS[1:]}]\s*")
+# quoted text (a message to send, a title) is one argument, however many commas it holds
+# (sentence ends still cut: a whole request may come quoted): double quotes, curly,
+# guillemets and CJK corner brackets, within a line
+_QUOTED = re.compile(
+    '"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u00ab[^\u00bb\n]*\u00bb|\u300c[^\u300d\n]*\u300d|\u300e[^\u300f\n]*\u300f'
+)
+_QUOTES = frozenset('"\u201c\u00ab\u300c\u300e')
 # any character _CUT cuts at or after: one character class is searched ten times faster than
 # _CUT, and most requests have none of them (a one-clause request then costs 0.2 µs, not 1.4)
 _MAYBE_CUT = re.compile(rf"[.?!;{_STOPS}{_BREAKS}{_COMMAS}]")
@@ -71,14 +79,29 @@ def clauses(query: str | Query) -> list[str]:
     if isinstance(query, str):  # the common case, without building a Query
         if not may_have_clauses(query) or not _CUT.search(query):
             return [query]
-        return [c.strip() for c in _CUT.split(query) if c.strip()]
+        return [c.strip() for c in _split(query) if c.strip()]
     parts = Query.of(query).parts
     if not parts:
         return []
     top = max(w for _, w in parts)
     if top <= 0:
         return []
-    return [c.strip() for text, w in parts if w == top for c in _CUT.split(text) if c.strip()]
+    return [c.strip() for text, w in parts if w == top for c in _split(text) if c.strip()]
+
+
+def _split(text: str) -> list[str]:
+    """``text`` cut at each :data:`_CUT`, but for commas inside quoted text."""
+    if _QUOTES.isdisjoint(text):
+        return _CUT.split(text)
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    pieces, start = [], 0
+    for cut in _CUT.finditer(text):
+        comma = text[cut.start()] in _COMMAS
+        if not (comma and any(a < cut.start() < b for a, b in quoted)):
+            pieces.append(text[start : cut.start()])
+            start = cut.end()
+    pieces.append(text[start:])
+    return pieces
 
 
 def interleave(whole: Sequence[int], intents: Sequence[Sequence[int]], k: int) -> list[int]:
