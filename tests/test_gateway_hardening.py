@@ -624,3 +624,35 @@ def test_an_acceptance_cancelled_while_clients_are_told_stays_in_service() -> No
 
     anyio.run(main)
     assert gateway.held() == {} and gateway.version.entries["files__send"].tool.description == "Send the report v2"
+
+
+def test_every_text_a_model_is_sent_is_cut_to_max_description_chars() -> None:
+    """Only the description was cut: a title or a parameter's description of a megabyte was
+    served whole, in every listing of a pinned tool and every tool_search answer."""
+    import mcp_types as types
+
+    from toolsift.gateway.server import Gateway
+
+    long = "x" * 5_000
+    gateway = Gateway(parse({"gateway": {"max_description_chars": 100}, "servers": {"files": {"command": "x"}}}))
+    schema = {
+        "type": "object",
+        "title": long,
+        "properties": {
+            "title": {"type": "string", "description": long, "enum": [long]},  # a property named title
+            "mode": {"type": "string", "default": long},
+        },
+    }
+    output = {"type": "object", "properties": {"text": {"type": "string", "description": long}}}
+    tool = types.Tool(name="read", title=long, description="Read", input_schema=schema, output_schema=output)
+    anyio.run(gateway.apply, "files", [tool])
+    served = gateway.version.entries["files__read"].tool
+    note = " …[cut by the gateway: 4,900 more characters]"
+    assert served.title == "x" * 100 + note
+    assert served.parameters["title"] == "x" * 100 + note
+    prop = served.parameters["properties"]["title"]
+    assert prop["description"] == "x" * 100 + note and prop["enum"] == [long]  # a value a call sends stays
+    assert served.parameters["properties"]["mode"]["default"] == long
+    assert served.output_schema is not None
+    assert served.output_schema["properties"]["text"]["description"] == "x" * 100 + note
+    assert gateway.truncated() == {"files__read": 5_000}

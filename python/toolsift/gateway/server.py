@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -241,7 +242,8 @@ class Gateway:
         pinned = tool.name in self.config.server(server).pinned
         if tool.title is not None:  # sent as listed: refused like the rest of the definition
             check_tool_text(name, "title", tool.title)
-        described, cut_from = _cut(tool.description or tool.title or "", self.config.max_description_chars)
+        limit = self.config.max_description_chars
+        described, cut_from = _cut(tool.description or tool.title or "", limit)
         item = Tool(
             name,
             described,
@@ -252,6 +254,15 @@ class Gateway:
             title=tool.title,
             output_schema=tool.output_schema,
         )
+        # the other texts a model is sent, cut alike: the title and each schema's descriptions
+        # and titles (checked and copied by Tool, so of bounded depth; values such as enums and
+        # defaults are what a call must send, and stay whole)
+        title, title_from = _cut(item.title, limit) if item.title is not None else (None, 0)
+        parameters, schema_from = _cut_schema(item.parameters, limit)
+        output, output_from = _cut_schema(item.output_schema, limit) if item.output_schema is not None else (None, 0)
+        if title_from or schema_from or output_from:
+            cut_from = max(cut_from, title_from, schema_from, output_from)
+            item = replace(item, title=title, parameters=parameters, output_schema=output)
         return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
 
     async def apply(self, server: str, tools: list[types.Tool]) -> None:
@@ -352,7 +363,7 @@ class Gateway:
             log.warning("%s: cut %d tool description(s) to %d characters", server, len(cut), limit)
 
     def truncated(self) -> dict[str, int]:
-        """Tools in service whose upstream description the gateway cut: ``{name: original length}``."""
+        """Tools in service with an upstream text the gateway cut: ``{name: longest original length}``."""
         return {n: e.cut_from for n, e in self.version.entries.items() if e.cut_from}
 
     def _current_digest(self, name: str) -> str:
@@ -1074,6 +1085,31 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     if len(text) <= limit:
         return text, 0
     return text[:limit] + f" …[cut by the gateway: {len(text) - limit:,} more characters]", len(text)
+
+
+def _cut_schema(schema: Any, limit: int) -> tuple[Any, int]:
+    """``schema`` with each ``description`` and ``title`` string cut to ``limit`` characters
+    (see :func:`_cut`), and the longest length cut (0: none, and ``schema`` itself)."""
+    longest = 0
+
+    def walk(value: Any) -> Any:
+        nonlocal longest
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if key in ("description", "title") and isinstance(item, str):
+                    item, was = _cut(item, limit)
+                    longest = max(longest, was)
+                    out[key] = item
+                else:
+                    out[key] = walk(item)
+            return out
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    cut = walk(schema)
+    return (cut, longest) if longest else (schema, 0)
 
 
 def _session_key(ctx: Any, caller: CallerConfig) -> str:

@@ -28,7 +28,8 @@ class Entry:
     digest: str
     hidden: bool = False
     cut_from: int = 0
-    """The length in characters of the upstream's description when the gateway cut it, else 0."""
+    """The length in characters of the longest upstream text the gateway cut (the description,
+    the title, a schema's description or title), else 0."""
     placeholder: bool = False
     """Known by digest only (taken over from another replica's version, not in service there):
     never put in service until a listing of its server brings the definition."""
