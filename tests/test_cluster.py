@@ -226,6 +226,10 @@ def test_a_held_schema_change_stays_held_when_the_lister_changes_and_any_replica
             async with session(other, ROOT) as root:
                 assert (await call(root, "files__read_file", {"path": "a"})).is_error  # still held
                 digest = other.held()["files__read_file"][1]
+                # a replica that does not list shows the held definition too (from the manifest)
+                listed = json.loads(text_of(await root.call_tool("gateway_schema_changes", {})))
+                shown = listed["held"]["files__read_file"]
+                assert shown["new"] == digest and shown["definition"]["name"] == "files__read_file"
                 review = await root.call_tool("gateway_schema_changes", {"accept": [f"files__read_file@{digest}"]})
                 assert json.loads(text_of(review))["accepted"] == ["files__read_file"]
 

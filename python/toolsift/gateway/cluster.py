@@ -270,27 +270,40 @@ def load_snapshot(data: bytes, statistics: str, path: Path) -> Index:
     return index
 
 
-def encode_manifest(rows: tuple[Row, ...], held: Mapping[str, tuple[str, str]], servers: list[str]) -> bytes:
-    """The manifest of a version: the whole tool table in registry order, the held changes, and
-    the names of the lister's configured servers (so that a replica of another deployment
-    sharing the Redis and prefix can say so)."""
+def encode_manifest(
+    rows: tuple[Row, ...],
+    held: Mapping[str, tuple[str, str]],
+    servers: list[str],
+    reviews: Mapping[str, Mapping[str, Any]] | None = None,
+) -> bytes:
+    """The manifest of a version: the whole tool table in registry order, the held changes, the
+    names of the lister's configured servers (so that a replica of another deployment sharing
+    the Redis and prefix can say so), and the held changes' definitions (for review)."""
     table = [list(r) for r in rows]
-    return json.dumps({"table": table, "held": {n: list(d) for n, d in held.items()}, "servers": servers}).encode()
+    data = {"table": table, "held": {n: list(d) for n, d in held.items()}, "servers": servers}
+    return json.dumps({**data, "reviews": dict(reviews or {})}).encode()
 
 
-def decode_manifest(data: bytes) -> tuple[tuple[Row, ...], dict[str, tuple[str, str]], list[str] | None]:
-    """``(rows, held, servers)`` of a manifest (``servers``: ``None`` in one that does not say);
-    :class:`~toolsift.errors.SnapshotError` when it is not one."""
+Manifest = tuple[tuple[Row, ...], dict[str, tuple[str, str]], list[str] | None, dict[str, dict[str, Any]]]
+
+
+def decode_manifest(data: bytes) -> Manifest:
+    """``(rows, held, servers, reviews)`` of a manifest (``servers``: ``None`` in one that does
+    not say; ``reviews``: the definition of each held change the lister had, empty in one that
+    has none); :class:`~toolsift.errors.SnapshotError` when it is not one."""
     try:
         raw = json.loads(data)
         rows = tuple(_row(r) for r in raw["table"])
         held = {str(n): (str(d[0]), str(d[1])) for n, d in raw["held"].items()}
         servers = raw.get("servers")
+        reviews = raw.get("reviews", {})
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
         raise SnapshotError(f"not a gateway version manifest: {e}") from None
     if servers is not None and (type(servers) is not list or not all(type(s) is str for s in servers)):
         raise SnapshotError("not a gateway version manifest: servers must be a list of names")
-    return rows, held, servers
+    if type(reviews) is not dict or not all(n in held and type(d) is dict for n, d in reviews.items()):
+        raise SnapshotError("not a gateway version manifest: reviews must map held changes to definitions")
+    return rows, held, servers, reviews
 
 
 def _row(r: Any) -> Row:

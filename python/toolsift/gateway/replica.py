@@ -187,10 +187,16 @@ class Replication:
             await self._apply_acks()
 
     # -- the lister ----------------------------------------------------------------------------
-    async def publish(self, index: Index, table: tuple[Row, ...], held: dict[str, tuple[str, str]]) -> int | None:
+    async def publish(
+        self,
+        index: Index,
+        table: tuple[Row, ...],
+        held: dict[str, tuple[str, str]],
+        reviews: Mapping[str, Mapping[str, Any]],
+    ) -> int | None:
         """Stores and announces a version the lister built; its number, or ``None`` when it could
         not be published (Redis unreachable, or the lock lost: then another replica lists)."""
-        manifest = encode_manifest(table, held, sorted(s.name for s in self.gateway.config.servers))
+        manifest = encode_manifest(table, held, sorted(s.name for s in self.gateway.config.servers), reviews)
         snapshot = await anyio.to_thread.run_sync(snapshot_bytes, index)
         number = await self.cluster.publish(self.gateway.version.number, manifest, snapshot)
         if number is not None:
@@ -248,7 +254,7 @@ class Replication:
             return
         try:
             work = (stored.version, stored.manifest, stored.snapshot)
-            index, table, held = await anyio.to_thread.run_sync(self._decode, *work)
+            index, table, held, reviews = await anyio.to_thread.run_sync(self._decode, *work)
         except ToolsiftError as e:  # a corrupt or foreign version: the one in service stays
             log.warning("cluster: version %d refused: %s", stored.version, e)
             gateway.log.write("version_refused", version=stored.version, error=str(e))
@@ -267,7 +273,9 @@ class Replication:
             return
         self._payload, self.local = None, False  # what this replica made and did not store is dropped
         previous = gateway.version
-        gateway.version = version = Version(stored.version, entries, index, held=held, table=table, learned=learned)
+        gateway.version = version = Version(
+            stored.version, entries, index, held=held, reviews=reviews, table=table, learned=learned
+        )
         gateway.telemetry.reindexed(version.number, len(entries), len(held), "loaded", time.perf_counter() - started)
         self.loaded += 1
         gateway.log.write("version_loaded", version=version.number, tools=len(entries))
@@ -275,13 +283,13 @@ class Replication:
 
     def _decode(
         self, number: int, manifest: bytes, snapshot: bytes
-    ) -> tuple[Index, tuple[Row, ...], dict[str, tuple[str, str]]]:
+    ) -> tuple[Index, tuple[Row, ...], dict[str, tuple[str, str]], dict[str, dict[str, Any]]]:
         """A stored version, checked against this replica's own config: every tool in service
         is on a configured server under its namespaced name, not hidden by a rule, and needs
         exactly the permissions the config gives it, so what is in Redis cannot open a tool to
         a caller the config does not."""
         config = self.gateway.config
-        table, held, theirs = decode_manifest(manifest)
+        table, held, theirs, reviews = decode_manifest(manifest)
         servers = {s.name for s in config.servers}
         if theirs is not None and sorted(theirs) != sorted(servers):
             assert config.cluster is not None
@@ -301,7 +309,7 @@ class Replication:
             perms, hidden = permissions_of(config, row[1], tool.name, tool.annotations)
             if hidden or tuple(sorted(tool.permissions)) != perms:
                 raise ToolsiftError(f"tool {tool.name!r} does not carry the permissions the config gives it")
-        return index, table, held
+        return index, table, held, reviews
 
     async def close(self) -> None:
         await self.cluster.resign()

@@ -375,6 +375,7 @@ class Gateway:
         live = {n: e for n, e in self._table.items() if not (e.hidden or e.placeholder) and n not in self._held}
         catalog = Catalog(e.tool for e in live.values())
         held = {n: (self._table[n].digest, e.digest) for n, e in self._held.items() if n in self._table}
+        reviews = {n: self._held[n].tool.definition() for n in held if not self._held[n].placeholder}
         table = tuple((n, e.server, e.upstream_name, e.digest, e.hidden, e.cut_from) for n, e in self._table.items())
 
         def build() -> Index:  # off the event loop: index build and the catalog file beside the log
@@ -397,13 +398,13 @@ class Gateway:
         )
         previous, number = self.version, self.version.number + 1
         if self.replication is not None:  # the lister: stored and announced for the other replicas
-            number = await self.replication.publish(index, table, held) or number
+            number = await self.replication.publish(index, table, held, reviews) or number
             if not self.replication.cluster.leading:  # lost the lock meanwhile: another lists now
                 self.log.write("version_dropped", version=number)
                 return
         self.telemetry.reindexed(number, len(live), len(held), "listed", time.perf_counter() - started)
         self._table_version = number
-        self.version = version = Version(number, live, index, held=held, table=table, learned=learned)
+        self.version = version = Version(number, live, index, held=held, reviews=reviews, table=table, learned=learned)
         await self.announce(version, previous)
 
     async def announce(self, version: Version, previous: Version) -> None:
@@ -555,7 +556,9 @@ class Gateway:
         """Rebuilds every listing (tier plans) of the version in service on next use, with the
         usage counts of now: pins move only here and when a new version goes into service."""
         v = self.version
-        self.version = version = Version(v.number, v.entries, v.index, held=v.held, table=v.table, learned=v.learned)
+        self.version = version = Version(
+            v.number, v.entries, v.index, held=v.held, reviews=v.reviews, table=v.table, learned=v.learned
+        )
         if self._task_group is not None and threading.get_ident() == self._loop_thread:  # else: on first use
             self._task_group.start_soon(self._prepare, version)
 
@@ -797,11 +800,14 @@ class Gateway:
         except StoreUnavailableError as e:
             return _error(str(e))
         pending = {}
-        for n, (old, new) in self.held().items():
+        version = self.version
+        for n, (old, new) in version.held.items():
             entry = self._held.get(n)
             shown: dict[str, Any] = {"old": old, "new": new}
             if entry is not None and not entry.placeholder and entry.digest == new:  # what is to be reviewed
                 shown["definition"] = entry.tool.definition()
+            elif n in version.reviews:  # as the lister that made the version held it
+                shown["definition"] = version.reviews[n]
             pending[n] = shown
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps({"accepted": done, "held": pending}))]
@@ -895,7 +901,7 @@ class Gateway:
                 if learned.keys() == v.learned.keys() and all(learned[s] is v.learned[s] for s in learned):
                     continue  # no scope's texts changed
                 self.version = version = Version(
-                    v.number, v.entries, v.index, held=v.held, table=v.table, learned=learned
+                    v.number, v.entries, v.index, held=v.held, reviews=v.reviews, table=v.table, learned=learned
                 )
             self.log.write("relearned", version=v.number, scopes=sorted(learned))
             if self._task_group is not None:

@@ -64,6 +64,9 @@ class Version:
     is logged, and its callers get the error on their requests)."""
     held: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     """Schema changes held back when this version was made: ``{name: (old digest, new digest)}``."""
+    reviews: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The definition of each held change its lister had (that of the new digest), so that an
+    admin on any replica reviews what it accepts."""
     table: tuple[tuple[str, str, str, str, bool, int], ...] = ()
     """The whole tool table it was made from (see :data:`toolsift.gateway.cluster.Row`)."""
     learned: Mapping[str, Index] = field(default_factory=dict)
