@@ -14,6 +14,9 @@ meta-tools) is over the budget, each moving tools in one fixed order:
 4. the group lines shrink to names and counts (``Groups: s3 (96), ec2 (500), and 12 more groups
    (2,000 tools)``), naming as many groups as fit.
 
+When groups were summarised, the room their summaries freed lists deferred tools of the other
+groups again, the most used first, as many as fit (step 2 deferred them before step 3 knew it).
+
 Within a step the number of tools (or groups) to move is found by bisection, since moving one more
 never makes the array larger under a counter that grows with the text; each test builds the
 description once, so a plan costs O(n log n) for n tools. A counter that is not monotone gets
@@ -183,6 +186,8 @@ class Planner:
             if test.fits(state):
                 break
             state = step(state, test)
+        if state.summarised and test.fits(state):  # summaries freed room deferring had to take
+            state = self._relist(state, test)
         return state
 
     # -- the two ways of testing a state -------------------------------------------------------
@@ -235,6 +240,33 @@ class Planner:
             return replace(base, **listed, named=base.named + j, named_bytes=base.named_bytes + name[j])
 
         return moved(_fewest(len(order), lambda j: check(sizes(j))))
+
+    def _relist(self, state: _State, test: _Test) -> _State:
+        """Lists again the most deferred tools outside the summarised groups that fit, most used
+        first (the reverse of the order they were deferred in): step 2 defers tools before
+        step 3 knows how much its summaries free."""
+        order = [n for n in reversed(self._order(state, Tier.DEFERRED)) if self._group[n] not in state.summarised]
+
+        def moved(j: int) -> _State:
+            tiers = dict(state.tiers)
+            tiers.update(dict.fromkeys(order[:j], Tier.LISTED))
+            return _State(tiers, state.summarised, state.compact)
+
+        fits: Callable[[int], bool] = lambda j: test.fits(moved(j))  # noqa: E731
+        check = test.sizes
+        if check is not None:
+            base, line, name = (
+                self._sizes(state),
+                self._prefix(order, self._esc_line),
+                self._prefix(order, self._esc_name),
+            )
+
+            def sizes(j: int) -> _Sizes:
+                listed = {"listed": base.listed + j, "listed_bytes": base.listed_bytes + line[j]}
+                return replace(base, **listed, named=base.named - j, named_bytes=base.named_bytes - name[j])
+
+            fits = lambda j: check(sizes(j))  # noqa: E731
+        return moved(_most(len(order), fits))
 
     def _order(self, state: _State, tier: Tier) -> list[str]:
         return sorted(
@@ -434,6 +466,15 @@ def _fewest(most: int, fits: Callable[[int], bool]) -> int:
     while not fits(lo) and lo < most:
         lo += 1
     return lo
+
+
+def _most(most: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``j`` in ``0..most`` up to which ``fits`` holds (``fits(0)`` does), by
+    bisection, then one by one down should the counter not grow as ``j`` grows."""
+    j = _fewest(most, lambda i: i == most or not fits(i + 1))
+    while j and not fits(j):
+        j -= 1
+    return j
 
 
 def _group_line(group: str, count: int, words: Sequence[str]) -> str:
