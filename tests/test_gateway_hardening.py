@@ -656,3 +656,95 @@ def test_every_text_a_model_is_sent_is_cut_to_max_description_chars() -> None:
     assert served.output_schema is not None
     assert served.output_schema["properties"]["text"]["description"] == "x" * 100 + note
     assert gateway.truncated() == {"files__read": 5_000}
+
+
+def test_a_tool_withheld_as_a_look_alike_is_told_to_its_callers() -> None:
+    """With scan = "withhold", a look-alike an admin-only rule hides from alice withholds
+    alice's own read_file too, without changing its digest: she was not told it went, nor
+    that it came back once the look-alike left."""
+    import mcp_types as types
+
+    from toolsift.gateway.server import Gateway
+
+    config = parse(
+        {
+            "gateway": {"scan": "withhold"},
+            "servers": {"files": {"command": "x", "permissions": ["files"]}},
+            "rules": [{"match": "files__Read-*", "require": ["admin"]}],
+            "callers": {
+                "alice": {"token": "alice-token-1", "permissions": ["files"]},
+                "root": {"token": "root-token-12", "permissions": ["files", "admin"], "admin": True},
+            },
+        }
+    )
+    gateway = Gateway(config)
+    alice = next(c for c in config.callers if c.name == "alice")
+
+    class Session:
+        told = 0
+
+        async def send_tool_list_changed(self) -> None:
+            self.told += 1
+
+    def tool(name: str, description: str) -> Any:
+        return types.Tool(name=name, description=description, input_schema={"type": "object"})
+
+    session = Session()
+
+    async def main() -> None:
+        await gateway.apply("files", [tool("read_file", "Read a file from disk")])
+        gateway._legacy[1] = (session, gateway._audience(alice))
+        await gateway.apply("files", [tool("read_file", "Read a file from disk"), tool("Read-File", "Read (admin)")])
+        assert not gateway.version.index.allows("files__read_file", caller=list(alice.permissions))
+        assert session.told == 1
+        await gateway.apply("files", [tool("read_file", "Read a file from disk")])
+        assert gateway.version.index.allows("files__read_file", caller=list(alice.permissions))
+        assert session.told == 2
+
+    anyio.run(main)
+
+
+def test_only_schema_texts_are_cut_never_values_a_call_must_match() -> None:
+    from toolsift.gateway.server import _cut_schema
+
+    long = "x" * 300
+    const = {"title": long, "description": long}
+    schema = {
+        "type": "object",
+        "description": long,
+        "properties": {
+            "kind": {"const": const, "description": long},
+            "mode": {"enum": [const], "default": const, "examples": [const]},
+            "tags": {"type": "array", "items": {"type": "string", "title": long}},
+            "either": {"anyOf": [{"type": "string", "description": long}, {"$ref": "#/$defs/thing"}]},
+        },
+        "$defs": {"thing": {"type": "object", "title": long}},
+        "x-vendor": {"description": long},  # not a schema keyword: left as the upstream wrote it
+    }
+    cut, longest = _cut_schema(schema, 10)
+    short = "x" * 10 + " …[cut by the gateway: 290 more characters]"
+    assert longest == 300 and cut["description"] == short
+    props = cut["properties"]
+    assert props["kind"] == {"const": const, "description": short}
+    assert props["mode"] == schema["properties"]["mode"]
+    assert props["tags"]["items"]["title"] == short and props["either"]["anyOf"][0]["description"] == short
+    assert cut["$defs"]["thing"]["title"] == short and cut["x-vendor"] == {"description": long}
+    assert _cut_schema(schema, 1_000) == (schema, 0)
+
+
+def test_callers_whose_scopes_learned_nothing_share_their_permission_sets_listing(tmp_path: Path) -> None:
+    """With learning on, each caller's scope keyed a listing of its own: 200 callers of one
+    permission set built 200 identical plans (22 s) on every version and learning round."""
+    from toolsift.gateway.server import Gateway
+
+    callers = {f"c{i}": {"token": f"token-{i:04d}-abcd", "permissions": ["files"]} for i in range(5)}
+    gateway = Gateway(
+        parse(
+            {
+                "gateway": {"learn": True, "usage": str(tmp_path / "u.db")},
+                "servers": {"files": {"command": "x", "permissions": ["files"]}},
+                "callers": callers,
+            }
+        )
+    )
+    assert gateway.listing_keys() == [(("files",), "")]

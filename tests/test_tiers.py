@@ -425,6 +425,9 @@ def test_a_lookup_by_name_gives_each_tool_once_and_at_most_limit() -> None:
     found = box.search_tools({"query": "select:a,a,b,a", "limit": 5})
     assert [t.name for t in found] == ["a", "b"]
     assert [t.name for t in box.search_tools({"query": "select:b,a", "limit": 1})] == ["b"]
+    many = Toolbox(ts.Catalog([ts.Tool(f"t{i}", f"Tool {i}") for i in range(8)]))
+    asked = ",".join(f"t{i}" for i in range(8))
+    assert len(many.search_tools({"query": f"select:{asked}"})) == 8  # no limit given: every name
 
 
 def test_an_owners_counter_or_group_function_that_raises_names_the_tool() -> None:

@@ -18,6 +18,7 @@ Measured on BFCL (``python benches/intents.py``); the constants were chosen ther
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections.abc import Sequence
@@ -50,16 +51,19 @@ MAX_CLAUSES = 16
 # (U+037E), the Armenian full stop (U+0589), Arabic semicolon and question mark (U+061B,
 # U+061F), the Urdu full stop (U+06D4), Devanagari dandas (U+0964, U+0965), Ethiopic, Myanmar
 # and Khmer stops (U+1362, U+104B, U+17D4); line breaks (\n, \r, U+2028, U+2029); commas
-# (ASCII before a space, not "1,000" or "a,b"; full-width, ideographic, Arabic)
+# (ASCII unless between ASCII letters or digits, as in "1,000" or "a,b"; full-width,
+# ideographic, Arabic)
 _STOPS = "\u3002\uff1f\uff01\uff1b\uff61\u037e\u0589\u061b\u061f\u06d4\u0964\u0965\u1362\u104b\u17d4"
 _BREAKS = "\n\r\u2028\u2029"
 _COMMAS = ",\uff0c\u3001\u060c"
-_CUT = re.compile(rf"(?<=[.?!;])(?<!\.[^\W\d_]\.)\s+|[{_STOPS}]\s*|[{_BREAKS}]+|,(?=\s)\s*|[{_COMMAS[1:]}]\s*")
+_CUT = re.compile(
+    rf"(?<=[.?!;])(?<!\.[^\W\d_]\.)\s+|[{_STOPS}]\s*|[{_BREAKS}]+|,(?![0-9A-Za-z])\s*|(?<![0-9A-Za-z]),\s*|[{_COMMAS[1:]}]\s*"
+)
 # quoted text (a message to send, a title) is one argument, however many commas it holds
 # (sentence ends still cut: a whole request may come quoted): double quotes, curly,
-# guillemets and CJK corner brackets, within a line
+# guillemets and CJK corner brackets, within a line (a " right after a digit is an inch mark)
 _QUOTED = re.compile(
-    '"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u00ab[^\u00bb\n]*\u00bb|\u300c[^\u300d\n]*\u300d|\u300e[^\u300f\n]*\u300f'
+    '(?<!\\d)"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u00ab[^\u00bb\n]*\u00bb|\u300c[^\u300d\n]*\u300d|\u300e[^\u300f\n]*\u300f'
 )
 _QUOTES = frozenset('"\u201c\u00ab\u300c\u300e')
 # any character _CUT cuts at or after: one character class is searched ten times faster than
@@ -93,12 +97,14 @@ def _split(text: str) -> list[str]:
     """``text`` cut at each :data:`_CUT`, but for commas inside quoted text."""
     if _QUOTES.isdisjoint(text):
         return _CUT.split(text)
-    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    quoted = [m.span() for m in _QUOTED.finditer(text)]  # in order, not overlapping
+    opens = [a for a, _ in quoted]
     pieces, start = [], 0
     for cut in _CUT.finditer(text):
-        comma = text[cut.start()] in _COMMAS
-        if not (comma and any(a < cut.start() < b for a, b in quoted)):
-            pieces.append(text[start : cut.start()])
+        at = cut.start()
+        i = bisect.bisect_left(opens, at) - 1  # the last span opened before the cut
+        if not (text[at] in _COMMAS and i >= 0 and at < quoted[i][1]):
+            pieces.append(text[start:at])
             start = cut.end()
     pieces.append(text[start:])
     return pieces

@@ -421,7 +421,9 @@ class Toolbox:
         if query.startswith("select:"):
             wanted = dict.fromkeys(n.strip() for n in query[len("select:") :].split(",") if n.strip())
             allowed = [n for n in wanted if self.index.allows(n, caller=self._perms)]
-            found = [self.index.get(n, caller=self._perms) for n in allowed[:limit]]
+            if "limit" in arguments:  # names asked for are all given unless a limit is
+                allowed = allowed[:limit]
+            found = [self.index.get(n, caller=self._perms) for n in allowed]
             self._learn(None)  # the calls after it answer no ranked request: none is taught
         elif group is not None:
             found = self._in_group(group, query, limit)

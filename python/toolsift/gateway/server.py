@@ -432,12 +432,17 @@ class Gateway:
         changed = [n for n in old if n not in new]
         changed += [n for n, e in new.items() if (o := old.get(n)) is None or o.digest != e.digest]
         held = version.held != previous.held
+        # with scan = "withhold", a tool's own definition is not all that decides whether it is
+        # served: a look-alike listed beside it withholds both, without changing its digest
+        withholding = self.config.scan == "withhold"
 
         def sees(audience: Audience) -> bool:
             perms, reviews = audience
-            return (reviews and held) or any(
+            if (reviews and held) or any(
                 version.index.allows(n, caller=perms) or previous.index.allows(n, caller=perms) for n in changed
-            )
+            ):
+                return True
+            return withholding and _allowed(version, perms) != _allowed(previous, perms)
 
         return {a for a in listening if sees(a)}
 
@@ -467,16 +472,21 @@ class Gateway:
         """The version in service, and the table it was made from, are stored as ``number``."""
         self.version.number = self._table_version = number
 
-    def listing_keys(self) -> list[ListingKey]:
-        """The distinct listings of the configured callers (or of the anonymous caller)."""
-        return sorted({self._listing_key(c) for c in self._callers()})
+    def listing_keys(self, version: Version | None = None) -> list[ListingKey]:
+        """The distinct listings of the configured callers (or of the anonymous caller) in
+        ``version`` (default: the one in service)."""
+        v = version or self.version
+        return sorted({self._listing_key(c, v) for c in self._callers()})
 
     def _callers(self) -> tuple[CallerConfig, ...]:
         return tuple(self.config.callers) or (self._anonymous,)
 
-    def _listing_key(self, caller: CallerConfig) -> ListingKey:
-        """What a caller's listing depends on: its permission set and its learning scope."""
-        return _key(caller), self._scope(caller)
+    def _listing_key(self, caller: CallerConfig, version: Version) -> ListingKey:
+        """What a caller's listing in ``version`` depends on: its permission set, and its
+        learning scope when that scope has an index of its own there (callers of one
+        permission set whose scopes learned nothing yet share one listing)."""
+        scope = self._scope(caller)
+        return _key(caller), scope if scope in version.learned else ""
 
     async def _prepare(self, version: Version) -> None:
         """Builds the listing of every configured permission set, one after another in a worker
@@ -485,7 +495,7 @@ class Gateway:
         being built is waited for, never built twice), so a slow plan for one caller never
         holds up another's first request."""
         started = time.perf_counter()
-        for key in self.listing_keys():
+        for key in self.listing_keys(version):
             if version is not self.version:
                 return  # a newer version is in service; its own preparation builds its listings
             try:
@@ -605,7 +615,7 @@ class Gateway:
         loop, so other callers' requests go on being served meanwhile.
         """
         v = version or self.version
-        key = self._listing_key(caller)
+        key = self._listing_key(caller, v)
         found = v.listings.get(key)
         return found if found is not None else await self._listing(v, key)
 
@@ -639,7 +649,7 @@ class Gateway:
         if caller is None or name in (SEARCH, CALL):
             return None
         v = self.version
-        listing = v.listings.get(self._listing_key(caller))
+        listing = v.listings.get(self._listing_key(caller, v))
         if listing is not None:
             return listing.schemas.get(name)
         entry = v.entries.get(name)
@@ -1093,26 +1103,40 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     return text[:limit] + f" …[cut by the gateway: {len(text) - limit:,} more characters]", len(text)
 
 
+#: JSON Schema keywords whose value is a schema, a list of schemas, or a map of names to schemas:
+#: where :func:`_cut_schema` looks for descriptions and titles (never inside ``const``, ``enum``,
+#: ``default`` or ``examples``, values a call or result must match as they are).
+_SUBSCHEMA = frozenset(
+    {"items", "additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties"}
+    | {"contains", "propertyNames", "not", "if", "then", "else"}
+)
+_SUBSCHEMAS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_NAMED_SUBSCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
 def _cut_schema(schema: Any, limit: int) -> tuple[Any, int]:
-    """``schema`` with each ``description`` and ``title`` string cut to ``limit`` characters
-    (see :func:`_cut`), and the longest length cut (0: none, and ``schema`` itself)."""
+    """``schema`` with the ``description`` and ``title`` of it and of each of its subschemas
+    cut to ``limit`` characters (see :func:`_cut`), and the longest length cut (0: none, and
+    ``schema`` itself)."""
     longest = 0
 
-    def walk(value: Any) -> Any:
+    def walk(node: Any) -> Any:
         nonlocal longest
-        if isinstance(value, dict):
-            out = {}
-            for key, item in value.items():
-                if key in ("description", "title") and isinstance(item, str):
-                    item, was = _cut(item, limit)
-                    longest = max(longest, was)
-                    out[key] = item
-                else:
-                    out[key] = walk(item)
-            return out
-        if isinstance(value, list):
-            return [walk(item) for item in value]
-        return value
+        if isinstance(node, list):  # "items" of an older draft: a schema per position
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        for key, value in node.items():
+            if key in ("description", "title") and isinstance(value, str):
+                value, was = _cut(value, limit)
+                longest = max(longest, was)
+            elif key in _SUBSCHEMA or (key in _SUBSCHEMAS and isinstance(value, list)):
+                value = walk(value)
+            elif key in _NAMED_SUBSCHEMAS and isinstance(value, dict):
+                value = {name: walk(sub) for name, sub in value.items()}
+            out[key] = value
+        return out
 
     cut = walk(schema)
     return (cut, longest) if longest else (schema, 0)
@@ -1124,6 +1148,12 @@ def _session_key(ctx: Any, caller: CallerConfig) -> str:
     headers = getattr(request, "headers", None)
     session = headers.get("mcp-session-id") if headers is not None else None
     return f"{caller.name}\0{session or ''}"
+
+
+def _allowed(version: Version, perms: Permissions) -> set[str]:
+    """The names of the tools of ``version`` a permission set may use."""
+    names = version.index.names  # a fresh list
+    return {names[i] for i in version.index.allowed_positions(caller=perms).tolist()}
 
 
 def _key(caller: CallerConfig) -> Permissions:
