@@ -132,9 +132,10 @@ def test_what_the_core_does_not_model_is_left_to_the_reference(schema: Any) -> N
     assert idx._core.to_bytes() == _reference_core(idx, [priced]).to_bytes()
     try:
         want = ts.default_token_count(measured.definition())
-    except TypeError:  # not JSON: the default counter refuses it, in the index too
-        with pytest.raises(TypeError):
+    except TypeError:  # not JSON: the default counter refuses it; the index says which tool and field
+        with pytest.raises(ts.errors.SchemaError, match="tool 't', field 'parameters'") as raised:
             ts.Index([measured])
+        assert isinstance(raised.value.__cause__, TypeError)
     else:
         assert ts.Index([measured]).cost(0) == want
 

@@ -180,6 +180,57 @@ def test_calls_recorded_while_redis_is_down_are_written_once_it_is_back(tmp_path
     server.stop()
 
 
+def _scores(store: ts.UsageStore, user: str, tools: str = "xyz") -> dict[str, float]:
+    return {t: store.score(user, t) for t in tools if store.score(user, t)}
+
+
+def test_an_outage_costs_memory_by_pairs_called_not_by_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every call made while Redis was down was one record in memory: a busy gateway in a long
+    outage grew without bound. Calls of one (user, tool) are now one record, aged as the server
+    ages them, and past MAX_QUEUED pairs the oldest pair is dropped, logged and counted."""
+    import toolsift.usage
+
+    now = [1000.0]
+    server = RedisServer(tmp_path / "redis", persist=True).start()
+    store = ts.RedisUsageStore(server.url, warmup=0, half_life_s=50.0, clock=lambda: now[0], timeout_s=0.5)
+    local = ts.UsageStore(warmup=0, half_life_s=50.0, clock=lambda: now[0])  # the same calls, counted locally
+    try:
+        for user, tool in [("ann", "x"), ("bob", "x")]:
+            store.record(user, tool)
+            local.record(user, tool)
+        server.stop()
+        for step in range(3000):
+            now[0] += 0.1
+            user, tool = ("ann", "bob")[step % 2], ("x", "y", "z")[step % 3]
+            store.record(user, tool)
+            local.record(user, tool)
+        # six pairs held, and the first call after the outage began, sent but unanswered: not 3,000 calls
+        assert store.queued == 3000 and len(store._waiting()) == 7
+        for user in ("ann", "bob"):
+            assert store.scores(user) == pytest.approx(_scores(local, user), rel=1e-9)  # read while down
+        monkeypatch.setattr(toolsift.usage, "MAX_QUEUED", 6)
+        with caplog.at_level("ERROR", logger="toolsift"):
+            store.record("cy", "x")  # a seventh pair: the pair queued longest, ann's x, goes
+        assert store.dropped == 499 and store.queued == 2502
+        assert "dropping the oldest" in caplog.text
+        server.start()
+        assert store.flush() and store.queued == 0
+        fresh = ts.RedisUsageStore(server.url, warmup=0, half_life_s=50.0, clock=lambda: now[0])
+        local.record("cy", "x")
+        ann, want = fresh.scores("ann"), _scores(local, "ann")
+        before = [1000.0, 1000.1]  # its calls before the outage and as it began only
+        assert ann["x"] == pytest.approx(sum(0.5 ** ((now[0] - at) / 50.0) for at in before))
+        assert {t: ann[t] for t in "yz"} == pytest.approx({t: want[t] for t in "yz"}, rel=1e-9)
+        assert fresh.scores("bob") == pytest.approx(_scores(local, "bob"), rel=1e-9)  # exact, as if sent one by one
+        assert fresh.scores("cy") == pytest.approx(_scores(local, "cy"), rel=1e-9)
+        fresh.close()
+    finally:
+        store.close()
+        server.stop()
+
+
 def test_a_record_redis_refuses_costs_that_record_only(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A key of another type (another program's, an old version's): the batch holding its record
     used to stay queued, raising on every later call and adding the records Redis had applied
@@ -202,7 +253,7 @@ def test_a_record_redis_refuses_costs_that_record_only(tmp_path: Path, caplog: p
             assert store.scores("mallory") == {}
             assert set(store.scores("bob")) == {"y"}  # the field that is not a row is left out
         said = " ".join(r.getMessage() for r in caplog.records)
-        assert "refused a call of 'x' by 'mallory'" in said and "not a usage row" in said
+        assert "refused 1 call(s) of 'x' by 'mallory'" in said and "not a usage row" in said
     finally:
         server.stop()
 

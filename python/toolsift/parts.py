@@ -15,7 +15,7 @@ from . import _core
 from .arguments import number
 from .assemble import default_token_count
 from .callers import WITHHELD
-from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError
+from .errors import InvalidParameterError, InvalidToolError, PoisonedToolError, SchemaError
 from .query import check_text
 from .registry import Catalog, Tool, name_arg
 from .scan import Finding
@@ -158,6 +158,14 @@ def _costs(tools: Sequence[Tool], counter: Callable[[dict[str, Any]], int]) -> l
 
 
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:
+    if counter is default_token_count:  # it fails only on a definition that is not JSON: the schema's fault
+        try:
+            value = counter(tool.definition())
+        except (TypeError, ValueError, RecursionError) as e:
+            raise SchemaError(
+                f"not JSON ({e}), so its tokens cannot be counted", tool=tool.name, field="parameters"
+            ) from e
+        return checked_tokens(value, tool.name)
     return counted_tokens(counter, tool.definition(), tool.name)
 
 

@@ -19,6 +19,7 @@ Two stores hold the same counts under the same rules (:class:`Usage` is what bot
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 import secrets
@@ -282,7 +283,9 @@ def _decay(score: float, updated: float, now: float, half_life_s: float) -> floa
 
 
 # The SQLite statement's rule, run atomically inside Redis: the stored score is aged to the
-# call's time and one call added; ``updated`` never moves back. A user's tools are the fields of
+# call's time and the calls added (ARGV[6], their score aged to the latest of them, ARGV[2]; ARGV[7]
+# calls: calls of one tool queued while the server was down are sent as one); ``updated`` never
+# moves back. A user's tools are the fields of
 # one hash, each "score calls updated" with 17 significant digits, so a score survives the round
 # trip through text to the bit and one read fetches every tool of a user. Each record carries
 # its store's sequence number, kept as a high-water mark (KEYS[2], one key per store, expiring
@@ -295,13 +298,14 @@ if seq <= tonumber(redis.call('GET', KEYS[2]) or '0') then
 end
 redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[5])
 local now, half = tonumber(ARGV[2]), tonumber(ARGV[3])
+local added, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
-local score, calls, updated = 1.0, 1, now
+local score, calls, updated = added, n, now
 if old then
   local s, c, u = string.match(old, '^(%S+) (%S+) (%S+)$')
   local before = tonumber(u)
-  score = tonumber(s) * math.pow(0.5, math.max(now - before, 0) / half) + 1.0
-  calls = tonumber(c) + 1
+  score = tonumber(s) * math.pow(0.5, math.max(now - before, 0) / half) + added
+  calls = tonumber(c) + n
   updated = math.max(before, now)
 end
 local written = string.format('%.17g %d %.17g', score, calls, updated)
@@ -319,6 +323,11 @@ USAGE_COUNT_TTL_S = 1.0
 RETRY_S = 1.0
 #: Most waiting records written to Redis in one round trip (a MULTI transaction).
 FLUSH_BATCH = 500
+#: Most (user, tool) pairs a :class:`RedisUsageStore` holds queued while the server cannot be
+#: reached (calls of a pair already queued are added to it, so an outage of any length costs
+#: memory by pairs, not by calls); a new pair past it drops the pair queued longest, logged and
+#: counted in :attr:`RedisUsageStore.dropped`.
+MAX_QUEUED = 100_000
 #: Seconds a store's high-water mark of records written lives in Redis after its last write
 #: (what keeps a batch sent again from being counted twice).
 SENT_TTL_S = 7 * 24 * 3600
@@ -361,7 +370,9 @@ class RedisUsageStore:
     in order (in the same call when the server answers). While it cannot be reached they stay
     queued, :attr:`available` is false, and later records and reads try again (at most once
     per :data:`RETRY_S`): no call is lost while this process lives, and reads answer from the
-    last counts this process read plus its queued calls.
+    last counts this process read plus its queued calls. Queued calls of one (user, tool) are
+    kept as one record, aged as the server would age them, so memory grows with the pairs
+    called during an outage, up to :data:`MAX_QUEUED`, not with the calls.
 
     Args:
         url: ``redis://[:password@]host:port/db``, ``rediss://`` (TLS) or ``unix://`` URL; or a
@@ -395,7 +406,14 @@ class RedisUsageStore:
         self._script = self._redis.register_script(_RECORD_LUA)
         self._sent_key = f"{self.prefix}:usage-sent:{secrets.token_hex(8)}"  # this store's high-water mark
         self._sequence = 0
-        self._queued: list[tuple[str, str, float, int]] = []  # (user, tool, time, sequence) not yet in Redis
+        # calls not yet in Redis, by (user, tool): [score aged to `at`, calls, at, sequence], in
+        # sequence order (a pair called again moves to the end with a new number)
+        self._queued: dict[tuple[str, str], list[Any]] = {}
+        # records sent whose reply was lost: sent again as they were, before the queue (the
+        # server skips those it applied), and never merged with later calls
+        self._doubt: list[tuple[tuple[str, str], list[Any]]] = []
+        self.dropped = 0
+        """Calls dropped because more than :data:`MAX_QUEUED` pairs were waiting for the server."""
         self._known: dict[tuple[str, str], tuple[float, int, float]] = {}  # last read (score, calls, updated)
         self._lock = threading.Lock()
         self._retry_at = 0.0
@@ -411,10 +429,28 @@ class RedisUsageStore:
         """Counts one call of ``tool`` by ``user`` (queued when the server cannot be reached)."""
         user, tool, at = check_text("user", user), check_text("tool", tool), float(self.clock())
         with self._lock:
-            self._sequence += 1
-            self._queued.append((user, tool, at, self._sequence))
+            self._queue((user, tool), [1.0, 1, at])
             self._recorded += 1
             self._flush()
+
+    def _queue(self, key: tuple[str, str], record: list[Any]) -> None:
+        """Adds ``record`` ([score, calls, at]) to the calls of ``key`` waiting, at the end of
+        the queue with a new sequence number, as the server would add it to the stored row."""
+        self._sequence += 1
+        if (queued := self._queued.pop(key, None)) is not None:
+            score, calls, at = queued[0], queued[1], queued[2]
+            latest = max(at, record[2])
+            score = _decay(score, at, latest, self.half_life_s) + _decay(record[0], record[2], latest, self.half_life_s)
+            record = [score, calls + record[1], latest]
+        elif len(self._queued) >= MAX_QUEUED:
+            oldest = next(iter(self._queued))
+            lost = self._queued.pop(oldest)[1]
+            if not self.dropped:
+                log.error(
+                    "usage store: over %d (user, tool) pairs waiting for the server, dropping the oldest", MAX_QUEUED
+                )
+            self.dropped += lost
+        self._queued[key] = [*record, self._sequence]
 
     def flush(self) -> bool:
         """Writes queued records now; true when none is left waiting."""
@@ -424,25 +460,34 @@ class RedisUsageStore:
 
     @property
     def queued(self) -> int:
-        """Records waiting for the server."""
-        return len(self._queued)
+        """Calls waiting for the server."""
+        with self._lock:
+            return sum(record[1] for _, record in self._waiting())
+
+    def _waiting(self) -> list[tuple[tuple[str, str], list[Any]]]:
+        return [*self._doubt, *self._queued.items()]
 
     def _flush(self) -> bool:
         redis = redis_module()
-        while self._queued:
+        while self._doubt or self._queued:
             if time.monotonic() < self._retry_at:
                 return False
-            batch = self._queued[:FLUSH_BATCH]
+            doubt = bool(self._doubt)
+            batch = self._doubt[:FLUSH_BATCH] if doubt else list(itertools.islice(self._queued.items(), FLUSH_BATCH))
             try:
                 with self._redis.pipeline(transaction=True) as pipe:
-                    for user, tool, at, seq in batch:
-                        args = [tool, repr(at), repr(self.half_life_s), seq, SENT_TTL_S]
+                    for (user, tool), (score, calls, at, seq) in batch:
+                        args = [tool, repr(at), repr(self.half_life_s), seq, SENT_TTL_S, repr(score), calls]
                         self._script(keys=[self._key(user), self._sent_key], args=args, client=pipe)
                     # each record's own answer: one the server refuses (a key of another type)
                     # must not hold back, nor have sent again, the records it applied
                     written = pipe.execute(raise_on_error=False)
             except (redis.ConnectionError, redis.TimeoutError) as e:
-                self._down(e)  # sent again later: the sequence numbers keep it from counting twice
+                if not doubt:  # sent again later as they are: the sequence numbers keep them from counting twice
+                    for key, _ in batch:
+                        del self._queued[key]
+                    self._doubt.extend(batch)
+                self._down(e)
                 return False
             except redis.ResponseError as e:  # the whole batch refused, so none of it applied
                 if _passing(e):
@@ -450,20 +495,22 @@ class RedisUsageStore:
                     return False
                 log.error("usage store refused %d records, which are dropped: %s", len(batch), e)
                 written = [e] * len(batch)
-            del self._queued[: len(batch)]
-            again, first = [], None  # records not applied, for a while: sent again, in their order
-            for item, row in zip(batch, written, strict=True):
-                user, tool = item[0], item[1]
+            if doubt:
+                del self._doubt[: len(batch)]
+            else:
+                for key, _ in batch:
+                    del self._queued[key]
+            first = None  # records not applied, for a while: queued again, with new numbers
+            for (key, record), row in zip(batch, written, strict=True):
                 if _passing(row):
-                    again.append(item)
+                    self._queue(key, record[:3])
                     first = first or row
                 elif isinstance(row, Exception):
-                    log.error("usage store refused a call of %r by %r, which is dropped: %s", tool, user, row)
+                    log.error("usage store refused %d call(s) of %r by %r, dropped: %s", record[1], key[1], key[0], row)
                 elif (known := _row(row)) is not None:
-                    self._known[user, tool] = known
+                    self._known[key] = known
             self._writes += 1
             if first is not None:
-                self._queued[:0] = again
                 self._down(first)
                 return False
             self.available = True
@@ -519,15 +566,15 @@ class RedisUsageStore:
             rows = {t: row for (u, t), row in self._known.items() if u == user}
         else:
             rows = {tool: row} if (row := self._known.get((user, tool))) is not None else {}
-        for u, t, at, _ in self._queued:
+        for (u, t), (added, n, at, _) in self._waiting():
             if u != user or (tool is not None and t != tool):
                 continue
             row = rows.get(t)
             if row is None:
-                rows[t] = (1.0, 1, at)
+                rows[t] = (added, n, at)
             else:
                 score, calls, updated = row
-                rows[t] = (_decay(score, updated, at, self.half_life_s) + 1.0, calls + 1, max(updated, at))
+                rows[t] = (_decay(score, updated, at, self.half_life_s) + added, calls + n, max(updated, at))
         return rows
 
     def usage_count(self, user: str) -> Callable[[str], int]:
