@@ -113,7 +113,7 @@ def test_a_description_over_a_megabyte_is_cut_and_reported(tmp_path: Path, capfd
                 assert await search(client, "zebracorn reactor operations manual", 1) == ["many__huge_manual"]
 
         anyio.run(scenario)
-    assert "many: cut 1 tool description(s) to 16,384 characters" in capfd.readouterr().err
+    assert "many: cut the texts of 1 tool(s) to 16,384 characters" in capfd.readouterr().err
     events = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().splitlines()]
     cut = [e for e in events if e["event"] == "description_truncated"]
     assert [(e["tool"], e["chars"], e["kept"]) for e in cut] == [("many__huge_manual", 1_500_000, 16_384)]

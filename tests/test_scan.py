@@ -342,3 +342,28 @@ def test_every_ascii_character_in_a_name_is_judged_as_the_general_path_judges_it
         assert scanner._hidden_in_name(name) == first, repr(c)
         assert scanner._scripts(name) == {unicodedata.name(x, "?").split()[0] for x in name if x.isalpha()}
         assert scanner.skeleton(name) == scanner.skeleton(name + "\u00ad")  # the general path: same
+
+
+def test_a_tool_scanned_again_is_read_from_what_was_found_and_a_new_definition_afresh() -> None:
+    """A gateway scans its whole catalog at every change upstream (2.5 s at 18k tools), though
+    nearly every Tool object is the one it scanned last time: each tool's own findings are
+    remembered by object, never for another object, and forgotten with it."""
+    import gc
+
+    import toolsift.scan
+
+    scan([POISONED])  # a module constant: remembered for as long as it lives
+    gc.collect()
+    before = len(toolsift.scan._OWN)  # the tools of other tests still alive
+    first = [ts.Tool(f"t{i}", "Read a text file.") for i in range(50)] + [POISONED]
+    found = scan(first)
+    assert scan(first) == found and all(toolsift.scan._OWN[id(t)][0]() is t for t in first)
+    # the same name with a new definition (an upstream change) is a new object: read afresh
+    changed = [*first[:-1], ts.Tool("add_numbers", "Add two numbers.")]
+    assert scan(changed) == []
+    assert scan([*first[:-1], ts.Tool(POISONED.name, POISONED.description)]) == found
+    lookalikes = scan([*first, ts.Tool("T1", "Read a text file.")])
+    assert [f.kind for f in lookalikes if f.tool in ("t1", "T1")] == ["shadowing", "shadowing"]  # still across tools
+    del first, changed, found, lookalikes
+    gc.collect()
+    assert len(toolsift.scan._OWN) <= before  # the tools gone took their entries

@@ -345,9 +345,10 @@ class Gateway:
             await self._swap_or_undo(before)
 
     def _report_cuts(self, server: str, cut: list[Entry]) -> None:
-        """Logs each description the gateway cut (a line per tool, bounded; once per tool and
-        definition, not on every re-listing) and says how many on stderr, so that no upstream
-        text is ever dropped unseen; :meth:`truncated` and the ready line keep the count."""
+        """Logs each tool whose texts the gateway cut (description, title, schema texts; a line
+        per tool, bounded; once per tool and definition, not on every re-listing) and says how
+        many on stderr, so that no upstream text is ever dropped unseen; :meth:`truncated` and
+        the ready line keep the count."""
         limit = self.config.max_description_chars
         self.log.write_each(
             "description_truncated",
@@ -356,11 +357,11 @@ class Gateway:
         if cut:
             names = ", ".join(e.tool.name for e in cut[:3]) + (f" and {len(cut) - 3} more" if len(cut) > 3 else "")
             print(
-                f"toolsift gateway: {server}: cut {len(cut):,} tool description(s) to {limit:,} characters "
+                f"toolsift gateway: {server}: cut the texts of {len(cut):,} tool(s) to {limit:,} characters "
                 f"(max_description_chars): {names}",
                 file=sys.stderr,
             )
-            log.warning("%s: cut %d tool description(s) to %d characters", server, len(cut), limit)
+            log.warning("%s: cut the texts of %d tool(s) to %d characters", server, len(cut), limit)
 
     def truncated(self) -> dict[str, int]:
         """Tools in service with an upstream text the gateway cut: ``{name: longest original length}``."""
