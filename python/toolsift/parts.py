@@ -159,8 +159,9 @@ def _costs(tools: Sequence[Tool], counter: Callable[[dict[str, Any]], int]) -> l
 
 def _cost(tool: Tool, counter: Callable[[dict[str, Any]], int]) -> int:
     if counter is default_token_count:  # it fails only on a definition that is not JSON: the schema's fault
+        definition = tool.definition()  # a schema it cannot copy raises its own SchemaError
         try:
-            value = counter(tool.definition())
+            value = counter(definition)
         except (TypeError, ValueError, RecursionError) as e:
             raise SchemaError(
                 f"not JSON ({e}), so its tokens cannot be counted", tool=tool.name, field="parameters"

@@ -266,23 +266,26 @@ def _text_findings(text: str) -> list[tuple[str, str]]:
 
 
 # What each tool's own definition shows (everything but look-alike names, which depend on the
-# other tools), by Tool object: a Tool is immutable, and a gateway builds a new index of mostly
-# the same Tool objects at every change upstream (18k AWS tools: 2.5 s a scan, 0.2 s once
-# remembered). By identity, not equality: equal tools may list a schema's keys in another order,
-# and so their findings. An entry goes when its tool does.
-_OWN: dict[int, tuple[weakref.ref[Tool], tuple[Finding, ...]]] = {}
+# other tools), by Tool object: a gateway builds a new index of mostly the same Tool objects at
+# every change upstream (18k AWS tools: 2.5 s a scan, 0.2 s once remembered). By identity, not
+# equality: equal tools may list a schema's keys in another order, and so their findings. With
+# the hash of the texts read (each string's hash is cached in it, so this costs a walk of the
+# definition, not a read of its text): a schema changed in place is read again. An entry goes
+# when its tool does.
+_OWN: dict[int, tuple[weakref.ref[Tool], int, tuple[Finding, ...]]] = {}
 _OWN_LOCK = threading.RLock()  # a tool freed while it is held runs _forget in the same thread
 
 
 def _remembered(tool: Tool, flagged: dict[str, list[tuple[str, str]]]) -> tuple[Finding, ...]:
-    key = id(tool)
+    key, texts = id(tool), tuple(_texts(tool))
+    digest = hash((tool.name, texts))
     with _OWN_LOCK:
         got = _OWN.get(key)
-    if got is not None and got[0]() is tool:
-        return got[1]
-    own = _own_findings(tool, flagged)
+    if got is not None and got[0]() is tool and got[1] == digest:
+        return got[2]
+    own = _own_findings(tool, texts, flagged)
     with _OWN_LOCK:
-        _OWN[key] = (weakref.ref(tool, lambda ref: _forget(key, ref)), own)
+        _OWN[key] = (weakref.ref(tool, lambda ref: _forget(key, ref)), digest, own)
     return own
 
 
@@ -293,11 +296,13 @@ def _forget(key: int, ref: weakref.ref[Tool]) -> None:
             del _OWN[key]
 
 
-def _own_findings(tool: Tool, flagged: dict[str, list[tuple[str, str]]]) -> tuple[Finding, ...]:
-    """The findings of ``tool``'s texts and name on their own; ``flagged``: texts already read in
-    this scan and their (kind, detail) (catalogs repeat texts)."""
+def _own_findings(
+    tool: Tool, texts: tuple[tuple[str, str], ...], flagged: dict[str, list[tuple[str, str]]]
+) -> tuple[Finding, ...]:
+    """The findings of ``tool``'s ``texts`` (:func:`_texts`) and name on their own; ``flagged``:
+    texts already read in this scan and their (kind, detail) (catalogs repeat texts)."""
     found: list[Finding] = []
-    for field, text in _texts(tool):
+    for field, text in texts:
         of_text = flagged.get(text)
         if of_text is None:
             of_text = flagged[text] = _text_findings(text)

@@ -325,17 +325,19 @@ RETRY_S = 1.0
 FLUSH_BATCH = 500
 #: Most (user, tool) pairs a :class:`RedisUsageStore` holds queued while the server cannot be
 #: reached (calls of a pair already queued are added to it, so an outage of any length costs
-#: memory by pairs, not by calls); a new pair past it drops the pair queued longest, logged and
-#: counted in :attr:`RedisUsageStore.dropped`.
+#: memory by pairs, not by calls); past it, calls of other pairs are dropped (logged once an
+#: outage, counted in :attr:`RedisUsageStore.dropped`) while those already waiting keep
+#: counting. Also the most rows it keeps as last read, for reads while the server is down.
 MAX_QUEUED = 100_000
 #: Seconds a store's high-water mark of records written lives in Redis after its last write
 #: (what keeps a batch sent again from being counted twice).
 SENT_TTL_S = 7 * 24 * 3600
 
 #: Errors Redis answers while it cannot take writes for a while (a replica during a failover,
-#: ``maxmemory`` reached, a cluster reconfiguring, a dataset loading, a script running): the
+#: ``maxmemory`` reached, a cluster reconfiguring, a dataset loading, a script running, a
+#: failing snapshot with ``stop-writes-on-bgsave-error``): the
 #: records are kept and sent again later, as when the server cannot be reached.
-_PASSING = ("READONLY", "OOM", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "BUSY", "NOREPLICAS")
+_PASSING = ("READONLY", "OOM", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "BUSY", "NOREPLICAS", "MISCONF")
 
 
 @functools.cache
@@ -412,8 +414,10 @@ class RedisUsageStore:
         # records sent whose reply was lost: sent again as they were, before the queue (the
         # server skips those it applied), and never merged with later calls
         self._doubt: list[tuple[tuple[str, str], list[Any]]] = []
+        self._count = 0  # calls in _doubt and _queued
+        self._dropping = False  # calls dropped since the queue was last empty
         self.dropped = 0
-        """Calls dropped because more than :data:`MAX_QUEUED` pairs were waiting for the server."""
+        """Calls dropped because :data:`MAX_QUEUED` other pairs were waiting for the server."""
         self._known: dict[tuple[str, str], tuple[float, int, float]] = {}  # last read (score, calls, updated)
         self._lock = threading.Lock()
         self._retry_at = 0.0
@@ -433,24 +437,30 @@ class RedisUsageStore:
             self._recorded += 1
             self._flush()
 
-    def _queue(self, key: tuple[str, str], record: list[Any]) -> None:
+    def _queue(self, key: tuple[str, str], record: list[Any], earlier: bool = False) -> None:
         """Adds ``record`` ([score, calls, at]) to the calls of ``key`` waiting, at the end of
-        the queue with a new sequence number, as the server would add it to the stored row."""
-        self._sequence += 1
-        if (queued := self._queued.pop(key, None)) is not None:
-            score, calls, at = queued[0], queued[1], queued[2]
-            latest = max(at, record[2])
-            score = _decay(score, at, latest, self.half_life_s) + _decay(record[0], record[2], latest, self.half_life_s)
-            record = [score, calls + record[1], latest]
-        elif len(self._queued) >= MAX_QUEUED:
-            oldest = next(iter(self._queued))
-            lost = self._queued.pop(oldest)[1]
-            if not self.dropped:
+        the queue with a new sequence number, as the server adds calls to a stored row (the
+        older part aged to the newer one's time, never forwards). ``earlier``: ``record`` came
+        before the calls queued (a record queued again after the server refused it)."""
+        queued = self._queued.pop(key, None)
+        if queued is not None:
+            older, newer = (record, queued) if earlier else (queued, record)
+            score = _decay(older[0], older[2], newer[2], self.half_life_s) + newer[0]
+            record = [score, older[1] + newer[1], max(older[2], newer[2])]
+            self._count -= queued[1]
+        elif len(self._queued) >= MAX_QUEUED:  # the calls of pairs already waiting keep counting
+            if not self._dropping:
                 log.error(
-                    "usage store: over %d (user, tool) pairs waiting for the server, dropping the oldest", MAX_QUEUED
+                    "usage store: %d (user, tool) pairs waiting for the server, calls of other pairs are dropped "
+                    "until it is back",
+                    MAX_QUEUED,
                 )
-            self.dropped += lost
+            self._dropping = True
+            self.dropped += record[1]
+            return
+        self._sequence += 1
         self._queued[key] = [*record, self._sequence]
+        self._count += record[1]
 
     def flush(self) -> bool:
         """Writes queued records now; true when none is left waiting."""
@@ -460,9 +470,8 @@ class RedisUsageStore:
 
     @property
     def queued(self) -> int:
-        """Calls waiting for the server."""
-        with self._lock:
-            return sum(record[1] for _, record in self._waiting())
+        """Calls waiting for the server (read without waiting for a write in progress)."""
+        return self._count
 
     def _waiting(self) -> list[tuple[tuple[str, str], list[Any]]]:
         return [*self._doubt, *self._queued.items()]
@@ -482,39 +491,50 @@ class RedisUsageStore:
                     # each record's own answer: one the server refuses (a key of another type)
                     # must not hold back, nor have sent again, the records it applied
                     written = pipe.execute(raise_on_error=False)
-            except (redis.ConnectionError, redis.TimeoutError) as e:
-                if not doubt:  # sent again later as they are: the sequence numbers keep them from counting twice
-                    for key, _ in batch:
-                        del self._queued[key]
-                    self._doubt.extend(batch)
-                self._down(e)
-                return False
             except redis.ResponseError as e:  # the whole batch refused, so none of it applied
                 if _passing(e):
                     self._down(e)
                     return False
                 log.error("usage store refused %d records, which are dropped: %s", len(batch), e)
                 written = [e] * len(batch)
+            except BaseException as e:  # the server may have applied the batch: sent again as it is
+                if not doubt:  # (the sequence numbers keep it from counting twice), never merged
+                    for key, _ in batch:
+                        del self._queued[key]
+                    self._doubt.extend(batch)
+                if isinstance(e, redis.ConnectionError | redis.TimeoutError):
+                    self._down(e)
+                    return False
+                raise
             if doubt:
                 del self._doubt[: len(batch)]
             else:
                 for key, _ in batch:
                     del self._queued[key]
+            self._count -= sum(record[1] for _, record in batch)
             first = None  # records not applied, for a while: queued again, with new numbers
             for (key, record), row in zip(batch, written, strict=True):
                 if _passing(row):
-                    self._queue(key, record[:3])
+                    self._queue(key, record[:3], earlier=True)
                     first = first or row
                 elif isinstance(row, Exception):
                     log.error("usage store refused %d call(s) of %r by %r, dropped: %s", record[1], key[1], key[0], row)
                 elif (known := _row(row)) is not None:
-                    self._known[key] = known
+                    self._remember(key, known)
             self._writes += 1
             if first is not None:
                 self._down(first)
                 return False
             self.available = True
+        self._dropping = False
         return True
+
+    def _remember(self, key: tuple[str, str], row: tuple[float, int, float]) -> None:
+        """Keeps ``row`` as the last one read of ``key``, for reads while the server cannot be
+        reached: at most :data:`MAX_QUEUED` rows, the first kept dropped first."""
+        if key not in self._known and len(self._known) >= MAX_QUEUED:
+            del self._known[next(iter(self._known))]
+        self._known[key] = row
 
     def _down(self, error: Exception) -> None:
         if self.available:
@@ -549,7 +569,8 @@ class RedisUsageStore:
                     else:
                         got = {tool: self._redis.hget(self._key(user), tool)}
                     rows = {t: row for t, v in got.items() if v is not None and (row := _row(v)) is not None}
-                    self._known.update({(user, t): row for t, row in rows.items()})
+                    for t, row in rows.items():
+                        self._remember((user, t), row)
                     self.available = True
                     return rows
                 except (redis.ConnectionError, redis.TimeoutError) as e:
