@@ -41,7 +41,7 @@ from .errors import InvalidParameterError, UnknownPermissionError, UnknownToolEr
 from .fusion import DEFAULT_ALPHA, Reranker
 from .groups import Grouping, Groups, group_function, groups_arg
 from .hybrid import Hybrid
-from .intents import IntentRanking, clauses, may_have_clauses, merge, rank_intents
+from .intents import NO_INTENTS, IntentRanking, Intents, clauses, may_have_clauses, merge, rank_intents
 from .lexical import Lexical
 from .parts import Parts as IndexParts
 from .parts import build, read, relearned
@@ -499,7 +499,9 @@ class Index:
                 self._lexical, self._tools, Query.of(query), perms, max(k, self._hybrid.depth), scope
             )
             hits = ranked[:k]
-        intents = self._intent_rankings(query, perms, k, scope) if self._intents and may_have_clauses(query) else []
+        intents = (
+            self._intent_rankings(query, perms, k, scope) if self._intents and may_have_clauses(query) else NO_INTENTS
+        )
         if intents:
             hits = merge(self._tools, hits, self._reranked(intents, ranked), k)
         return hits
@@ -542,7 +544,7 @@ class Index:
         intents = (
             self._checked([query], lambda: self._intent_rankings(query, perms, depth, scope))
             if self._intents and may_have_clauses(query)
-            else []
+            else NO_INTENTS
         )
         if self._hybrid.lexical_only and not intents:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
@@ -644,7 +646,7 @@ class Index:
         return found
 
     def _ranked(
-        self, query: str | Query, perms: Perms, scope: np.ndarray | None, intents: list[IntentRanking], depth: int
+        self, query: str | Query, perms: Perms, scope: np.ndarray | None, intents: Intents, depth: int
     ) -> list[Hit]:
         """The top ``depth`` tools ranked here rather than inside the core's packing: fused or
         reranked, or merged with the intents' rankings."""
@@ -654,26 +656,28 @@ class Index:
             ranked = self._hybrid.rank(self._lexical, self._tools, Query.of(query), perms, depth, scope)
         return merge(self._tools, ranked, self._reranked(intents, ranked), depth) if intents else ranked
 
-    def _reranked(self, intents: list[IntentRanking], ranked: list[Hit]) -> list[IntentRanking]:
+    def _reranked(self, intents: Intents, ranked: list[Hit]) -> Intents:
         """The intents' rankings, cut to the tools of ``ranked`` when a rerank hook made it: the
         hook may drop a tool, and no intent brings it back."""
         if self._hybrid.rerank is None:
             return intents
         kept = {h.position for h in ranked}
-        return [
-            ([p for p in positions if p in kept], [s for p, s in zip(positions, scores, strict=True) if p in kept])
-            for positions, scores in intents
-        ]
+
+        def cut(rankings: list[IntentRanking]) -> list[IntentRanking]:
+            return [
+                ([p for p in positions if p in kept], [s for p, s in zip(positions, scores, strict=True) if p in kept])
+                for positions, scores in rankings
+            ]
+
+        return Intents(cut(intents.rankings), cut(intents.weak))
 
     def _pack(self, ranked: list[Hit], perms: Perms, tokens: int, cap: int | None, scope: np.ndarray | None) -> Packed:
         order = np.array([h.position for h in ranked], dtype=np.uint32)
         return self._lexical.pack(order, perms, tokens, cap, scope)
 
-    def _intent_rankings(
-        self, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None
-    ) -> list[IntentRanking]:
+    def _intent_rankings(self, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None) -> Intents:
         """The intents' own rankings when ``intents`` is on and the request has two or more."""
-        return rank_intents(self._lexical, query, perms, depth, scope) if self._intents else []
+        return rank_intents(self._lexical, query, perms, depth, scope) if self._intents else NO_INTENTS
 
     def _gate_closed(self, query: str | Query, perms: Perms, scope: np.ndarray | None) -> bool:
         """True when the relevance gate is on and none of the caller's :data:`GATE_PROBE` best

@@ -13,6 +13,14 @@ clause of numbers or filler words does not. With two intents or more, :func:`int
 the rankings: :data:`SHARE` tools of the whole request's ranking, then the next tool of each
 intent, and again. With fewer, the whole request's ranking is used unchanged.
 
+A clause under that floor but over :data:`WEAK_EVIDENCE` is a weak intent: in a large catalog a
+short request's words are each shared by hundreds of tools ("delete a bucket" holds 0.52 at the
+18k AWS operations), but so are those of a sentence that asks for nothing ("Could you provide
+that information?"). When a request has two intents counting weak ones, the best tool of each
+of the :data:`WEAK_PLACES` weak ones of most evidence gets one place after the first
+:data:`WEAK_AT` tools of the merged ranking: never the head, so filler costs at most two places
+in the tail.
+
 Measured on BFCL (``python benches/intents.py``); the constants were chosen there.
 """
 
@@ -22,6 +30,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,11 +43,32 @@ from .results import Hit
 IntentRanking = tuple[list[int], list[float]]
 """One intent's lexical ranking: registry positions and their scores, best first."""
 
+
+class Intents(NamedTuple):
+    """The rankings of a compound request's clauses: those that count as intents (two or more,
+    else none) and the weak ones (see the module's text)."""
+
+    rankings: list[IntentRanking]
+    weak: list[IntentRanking]
+
+    def __bool__(self) -> bool:
+        return bool(self.rankings or self.weak)
+
+
+NO_INTENTS = Intents([], [])
+
 #: Evidence (in units of a word only one tool has) one of a clause's best tools must hold for
 #: the clause to count as an intent.
 INTENT_EVIDENCE = 1.0
 #: A clause's best tools looked at for that evidence.
 INTENT_PROBE = 3
+#: Evidence a clause under :data:`INTENT_EVIDENCE` needs to be a weak intent. ``python
+#: benches/intents.py --aws-pairs 200`` and BFCL set it and :data:`WEAK_AT` (0.4 and 0.5 alike).
+WEAK_EVIDENCE = 0.5
+#: Tools of the merged ranking before a weak intent's best tool.
+WEAK_AT = 5
+#: Most weak intents given a place: those of most evidence.
+WEAK_PLACES = 2
 #: Tools of the whole request's ranking taken per round of the merge, before each intent's next.
 SHARE = 2
 #: Distinct clauses ranked on their own, the first ones: more intents than a shortlist has
@@ -133,31 +163,42 @@ def interleave(whole: Sequence[int], intents: Sequence[Sequence[int]], k: int) -
     return out[:k]
 
 
-def rank_intents(
-    lexical: Lexical, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None
-) -> list[IntentRanking]:
-    """The lexical rankings of the intents of a compound request, when it has two or more;
-    else none."""
+def rank_intents(lexical: Lexical, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None) -> Intents:
+    """The lexical rankings of the intents of a compound request: those that count, when there
+    are two or more, and the weak ones, when there are two intents counting them."""
     found = list(dict.fromkeys(clauses(query)))[:MAX_CLAUSES]
     if len(found) < 2:
-        return []
-    rankings = []
+        return NO_INTENTS
+    rankings: list[IntentRanking] = []
+    weak: list[tuple[float, int, IntentRanking]] = []  # (evidence, clause number, best tool)
     core = lexical.core
     for clause in found:
         positions, scores = lexical.search(clause, perms, depth, scope)
         # core tools, sent whatever the request, are no evidence of an intent (as for the gate)
         probe = list(itertools.islice((p for p in positions.tolist() if not core.is_core(p)), INTENT_PROBE))
-        if probe and max(lexical.evidence(clause, perms, probe)) >= INTENT_EVIDENCE:
+        evidence = max(lexical.evidence(clause, perms, probe)) if probe else 0.0
+        if evidence >= INTENT_EVIDENCE:
             rankings.append((positions.tolist(), scores.tolist()))
-    return rankings if len(rankings) >= 2 else []
+        elif evidence >= WEAK_EVIDENCE:
+            best = positions.tolist().index(probe[0])
+            weak.append((evidence, len(weak), ([probe[0]], [float(scores[best])])))
+    if len(rankings) + len(weak) < 2:
+        return NO_INTENTS
+    weak.sort(key=lambda w: (-w[0], w[1]))
+    return Intents(rankings if len(rankings) >= 2 else [], [w[2] for w in weak[:WEAK_PLACES]])
 
 
-def merge(tools: Sequence[Tool], whole: list[Hit], intents: list[IntentRanking], depth: int) -> list[Hit]:
-    """``whole`` and the intents' rankings interleaved; a hit keeps the score of the first
-    ranking it comes from (the whole request's, else its intent's)."""
+def merge(tools: Sequence[Tool], whole: list[Hit], intents: Intents, depth: int) -> list[Hit]:
+    """``whole`` and the intents' rankings interleaved, then each weak intent's best tool after
+    the first :data:`WEAK_AT`; a hit keeps the score of the first ranking it comes from (the
+    whole request's, else its intent's)."""
     scores = {h.position: h.score for h in whole}
-    for positions, values in intents:
+    for positions, values in (*intents.rankings, *intents.weak):
         for p, s in zip(positions, values, strict=True):
             scores.setdefault(p, s)
-    order = interleave([h.position for h in whole], [positions for positions, _ in intents], depth)
+    order = interleave([h.position for h in whole], [positions for positions, _ in intents.rankings], depth)
+    if intents.weak:
+        head = order[:WEAK_AT]
+        tail = [p for positions, _ in intents.weak for p in positions[:1] if p not in head]
+        order = list(dict.fromkeys([*head, *tail, *order[WEAK_AT:]]))[:depth]
     return [Hit(tools[p], p, scores[p]) for p in order]
