@@ -183,10 +183,27 @@ def test_core_tools_take_no_candidate_place_of_a_compound_request() -> None:
     tools += [ts.Tool("secret_core", "Send a message and put an item", core=True, permissions=["admin"])]
     index = ts.Index(tools, depth=20)
     request = "Send the zebra message. Put the yak item."
-    sel = index.select(request, budget_tokens=None)
+    sel = index.select(request, max_tools=20)
     assert len(sel.core) == 5 and len(sel) - len(sel.core) == 20  # was 15
-    admin = index.select(request, budget_tokens=None, caller=["admin"])
+    admin = index.select(request, max_tools=20, caller=["admin"])
     assert len(admin.core) == 6 and len(admin) - len(admin.core) == 20
+
+
+def test_a_compound_request_selects_past_the_depth_when_the_budget_holds_more() -> None:
+    """The intents rank the first `depth` candidates, and packing stopped there: a full stop in
+    a request cut an unbounded or large selection to `depth` tools (on BFCL, 312 of 2,501
+    requests went from about 1,700 tools to 100 with no budget). The whole request's own
+    ranking now goes on past them, as for a request of one intent."""
+    tools = [ts.Tool(f"queue_{i}", f"Send a message to queue number {i}") for i in range(30)]
+    tools += [ts.Tool(f"table_{i}", f"Put an item into table number {i}") for i in range(30)]
+    tools += [ts.Tool("zebra_queue", "Send a zebra message"), ts.Tool("yak_table", "Put a yak item")]
+    index, single = ts.Index(tools, depth=20), ts.Index(tools, depth=20, intents=False)
+    request = "Send the zebra message. Put the yak item."
+    for budget in (None, 10**6):
+        sel = index.select(request, budget_tokens=budget)
+        assert set(sel.names) == set(single.select(request, budget_tokens=budget).names) and len(sel) == 62
+    small = index.select(request, max_tools=2)
+    assert set(small.names) == {"zebra_queue", "yak_table"}  # the intents still choose the head
 
 
 def test_quoted_text_numbers_and_abbreviations_are_not_cut_into_intents() -> None:
@@ -282,3 +299,15 @@ def test_at_most_two_weak_intents_take_places_those_of_most_evidence() -> None:
     # first of them in the request takes the second place, and its tool comes into the tail
     assert [tools[w[0][0]].name for w in found.weak] == ["s0_delete_bucket", "s0_publish_message"]
     assert {n.split("_", 1)[1] for n in got} == {"delete_bucket", "publish_bucket", "publish_message"}
+
+
+def test_a_clause_core_tools_answer_first_is_weighed_the_same_for_any_k() -> None:
+    """A clause was searched k deep, so when k or more core tools outranked its first other
+    tool its evidence was none: at k=7 "Publish the message" was no intent, at k=50 a weak one,
+    and search(k=7) was not the first 7 of search(k=50)."""
+    cores = [ts.Tool(f"core_{i}_publish_message", "Publish a message, publish message.", core=True) for i in range(9)]
+    index = ts.Index(cores + _catalog_of_shared_words())
+    request = "Delete the old bucket. Publish the message"
+    deep = [h.tool.name for h in index.search(request, k=50)]
+    for k in (3, 7, 10, 20):
+        assert [h.tool.name for h in index.search(request, k=k)] == deep[:k]

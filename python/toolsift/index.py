@@ -527,8 +527,9 @@ class Index:
         the query, then the best tools inside them. Core tools are selected either way.
 
         A ranking made here rather than in the core (a dense side or rerank hook, or a request
-        of two intents or more) offers the first ``depth`` tools as candidates: a budget that
-        would hold more of them holds those.
+        of two intents or more, weak ones counted) offers the first ``depth`` tools as
+        candidates: a budget that would hold more of them holds those; for a lexical index's
+        compound request, the whole request's ranking goes on past them.
         """
         tokens, cap = (
             limit("budget_tokens", budget_tokens),
@@ -549,8 +550,24 @@ class Index:
         if self._hybrid.lexical_only and not intents:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:
-            packed = self._pack(self._ranked(query, perms, scope, intents, depth), perms, tokens, cap, scope)
+            order = [h.position for h in self._ranked(query, perms, scope, intents, depth)]
+            if self._hybrid.lexical_only and self._room_beyond(order, depth, tokens, cap):
+                # the intents rank the head; the core's own ranking goes on past it, as it would
+                # for a request of one intent (a full stop must not shrink a large selection)
+                rest = self._checked([query], lambda: self._search(query, perms, UNLIMITED, scope))[0].tolist()
+                seen = set(order)
+                order += [p for p in rest if p not in seen]
+            packed = self._lexical.pack(np.array(order, dtype=np.uint32), perms, tokens, cap, scope)
         return Selection(self, packed, budget_tokens)
+
+    def _room_beyond(self, order: list[int], depth: int, tokens: int, cap: int | None) -> bool:
+        """True when the budget and cap could take more than the ``depth`` candidates of
+        ``order`` (a ranking cut at ``depth``)."""
+        if len(order) < depth:
+            return False  # nothing more matches
+        if cap is not None and cap <= sum(1 for p in order if not self._core.is_core(p)):
+            return False
+        return tokens == UNLIMITED or sum(self._core.cost(p) for p in order) < tokens
 
     def search_many(self, queries: Sequence[str | Query], *, k: int = 10, caller: Caller = None) -> list[list[Hit]]:
         """:meth:`search` for a batch of queries of one caller, in one call into the core."""
@@ -663,7 +680,7 @@ class Index:
             return intents
         kept = {h.position for h in ranked}
 
-        def cut(rankings: list[IntentRanking]) -> list[IntentRanking]:
+        def cut(rankings: Sequence[IntentRanking]) -> list[IntentRanking]:
             return [
                 ([p for p in positions if p in kept], [s for p, s in zip(positions, scores, strict=True) if p in kept])
                 for positions, scores in rankings
@@ -677,7 +694,9 @@ class Index:
 
     def _intent_rankings(self, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None) -> Intents:
         """The intents' own rankings when ``intents`` is on and the request has two or more."""
-        return rank_intents(self._lexical, query, perms, depth, scope) if self._intents else NO_INTENTS
+        if not self._intents:
+            return NO_INTENTS
+        return rank_intents(self._lexical, query, perms, depth, scope, self._usable_cores(perms, scope))
 
     def _gate_closed(self, query: str | Query, perms: Perms, scope: np.ndarray | None) -> bool:
         """True when the relevance gate is on and none of the caller's :data:`GATE_PROBE` best

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .arguments import UNLIMITED
 from .callers import Perms
 from .lexical import Lexical
 from .query import Query
@@ -48,14 +49,14 @@ class Intents(NamedTuple):
     """The rankings of a compound request's clauses: those that count as intents (two or more,
     else none) and the weak ones (see the module's text)."""
 
-    rankings: list[IntentRanking]
-    weak: list[IntentRanking]
+    rankings: Sequence[IntentRanking]
+    weak: Sequence[IntentRanking]
 
     def __bool__(self) -> bool:
         return bool(self.rankings or self.weak)
 
 
-NO_INTENTS = Intents([], [])
+NO_INTENTS = Intents((), ())
 
 #: Evidence (in units of a word only one tool has) one of a clause's best tools must hold for
 #: the clause to count as an intent.
@@ -163,9 +164,13 @@ def interleave(whole: Sequence[int], intents: Sequence[Sequence[int]], k: int) -
     return out[:k]
 
 
-def rank_intents(lexical: Lexical, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None) -> Intents:
-    """The lexical rankings of the intents of a compound request: those that count, when there
-    are two or more, and the weak ones, when there are two intents counting them."""
+def rank_intents(
+    lexical: Lexical, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None, cores: int = 0
+) -> Intents:
+    """The lexical rankings (``depth`` tools) of the intents of a compound request: those that
+    count, when there are two or more, and the weak ones, when there are two intents counting
+    them. ``cores``: the core tools the caller may use in ``scope``, which a clause is searched
+    past so that its evidence is the same for a search of any ``k``."""
     found = list(dict.fromkeys(clauses(query)))[:MAX_CLAUSES]
     if len(found) < 2:
         return NO_INTENTS
@@ -173,15 +178,16 @@ def rank_intents(lexical: Lexical, query: str | Query, perms: Perms, depth: int,
     weak: list[tuple[float, int, IntentRanking]] = []  # (evidence, clause number, best tool)
     core = lexical.core
     for clause in found:
-        positions, scores = lexical.search(clause, perms, depth, scope)
+        found_positions, found_scores = lexical.search(clause, perms, min(depth + cores, UNLIMITED), scope)
+        positions, scores = found_positions[:depth], found_scores[:depth]
         # core tools, sent whatever the request, are no evidence of an intent (as for the gate)
-        probe = list(itertools.islice((p for p in positions.tolist() if not core.is_core(p)), INTENT_PROBE))
+        probe = list(itertools.islice((p for p in found_positions.tolist() if not core.is_core(p)), INTENT_PROBE))
         evidence = max(lexical.evidence(clause, perms, probe)) if probe else 0.0
         if evidence >= INTENT_EVIDENCE:
             rankings.append((positions.tolist(), scores.tolist()))
         elif evidence >= WEAK_EVIDENCE:
-            best = positions.tolist().index(probe[0])
-            weak.append((evidence, len(weak), ([probe[0]], [float(scores[best])])))
+            best = found_positions.tolist().index(probe[0])
+            weak.append((evidence, len(weak), ([probe[0]], [float(found_scores[best])])))
     if len(rankings) + len(weak) < 2:
         return NO_INTENTS
     weak.sort(key=lambda w: (-w[0], w[1]))
