@@ -229,6 +229,46 @@ def test_an_outage_costs_memory_by_pairs_called_not_by_calls(
         server.stop()
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_worker_counts_its_own_calls_once_and_the_parents_not_at_all(tmp_path: Path) -> None:
+    """A pre-forking server (gunicorn --preload) forks workers after the store is made: a child
+    numbered its records under the parent's high-water mark, with the parent's numbers, so
+    Redis skipped the parent's next calls as already sent. Each process now has a mark of its
+    own, and the parent's queued calls stay the parent's to send (sent by both, under two
+    marks, they would count twice)."""
+    import os
+
+    server = RedisServer(tmp_path / "redis", persist=True).start()
+    store = ts.RedisUsageStore(server.url, warmup=0, half_life_s=1e9, timeout_s=0.5)
+    try:
+        for _ in range(5):
+            store.record("ann", "x")  # sequence numbers 1-5, applied
+        server.stop()
+        store.record("ann", "x")  # queued in the parent
+        server.start()
+        pid = os.fork()
+        if pid == 0:  # the worker: three calls of its own, nothing of the parent's
+            code = 1
+            try:
+                for _ in range(3):
+                    store.record("ann", "x")
+                code = 0 if store.flush() and store.queued == 0 else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert store.queued == 1
+        store.record("ann", "x")  # the parent goes on: its numbers 7 and 8 were the worker's too
+        store.record("ann", "x")
+        assert store.flush() and store.queued == 0
+        fresh = ts.RedisUsageStore(server.url, warmup=0, half_life_s=1e9)
+        assert fresh.score("ann", "x") == pytest.approx(5 + 1 + 3 + 2)  # was 9: the parent's next two skipped
+        fresh.close()
+    finally:
+        store.close()
+        server.stop()
+
+
 def test_a_record_redis_refuses_costs_that_record_only(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A key of another type (another program's, an old version's): the batch holding its record
     used to stay queued, raising on every later call and adding the records Redis had applied

@@ -22,10 +22,12 @@ import functools
 import itertools
 import logging
 import math
+import os
 import secrets
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -407,6 +409,8 @@ class RedisUsageStore:
         self._redis = redis_client(url, timeout_s)
         self._script = self._redis.register_script(_RECORD_LUA)
         self._sent_key = f"{self.prefix}:usage-sent:{secrets.token_hex(8)}"  # this store's high-water mark
+        self._pid = os.getpid()
+        _STORES.add(self)
         self._sequence = 0
         # calls not yet in Redis, by (user, tool): [score aged to `at`, calls, at, sequence], in
         # sequence order (a pair called again moves to the end with a new number)
@@ -433,6 +437,7 @@ class RedisUsageStore:
         """Counts one call of ``tool`` by ``user`` (queued when the server cannot be reached)."""
         user, tool, at = check_text("user", user), check_text("tool", tool), float(self.clock())
         with self._lock:
+            self._forked()
             self._queue((user, tool), [1.0, 1, at])
             self._recorded += 1
             self._flush()
@@ -476,7 +481,20 @@ class RedisUsageStore:
     def _waiting(self) -> list[tuple[tuple[str, str], list[Any]]]:
         return [*self._doubt, *self._queued.items()]
 
+    def _forked(self) -> None:
+        """In a process forked from the one that made this store (a pre-forking server): the
+        parent's queue is the parent's to send (sent from here too, it would count twice), and
+        this process numbers its records under a mark of its own (under the parent's, they
+        would be skipped as already sent)."""
+        if os.getpid() == self._pid:
+            return
+        self._pid = os.getpid()
+        self._sent_key = f"{self.prefix}:usage-sent:{secrets.token_hex(8)}"
+        self._queued, self._doubt, self._count, self._sequence = {}, [], 0, 0
+        self._retry_at, self._dropping = 0.0, False
+
     def _flush(self) -> bool:
+        self._forked()
         redis = redis_module()
         while self._doubt or self._queued:
             if time.monotonic() < self._retry_at:
@@ -619,6 +637,21 @@ class RedisUsageStore:
             self._retry_at = 0.0
             self._flush()
         self._redis.close()
+
+
+# The stores of this process, made anew in a child it forks (see RedisUsageStore._forked); a lock
+# another thread held at the fork is held for good in the child, so each store gets a new one.
+_STORES: weakref.WeakSet[RedisUsageStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_STORES):
+        store._lock = threading.Lock()
+        store._forked()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _row(value: object) -> tuple[float, int, float] | None:
