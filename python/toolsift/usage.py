@@ -415,9 +415,11 @@ class RedisUsageStore:
         # calls not yet in Redis, by (user, tool): [score aged to `at`, calls, at, sequence], in
         # sequence order (a pair called again moves to the end with a new number)
         self._queued: dict[tuple[str, str], list[Any]] = {}
-        # records sent whose reply was lost: sent again as they were, before the queue (the
-        # server skips those it applied), and never merged with later calls
-        self._doubt: list[tuple[tuple[str, str], list[Any]]] = []
+        # records that may have reached the server (a batch whose reply was lost, or the queue
+        # at a fork, which the parent and its children may each send): sent again as they were,
+        # under the mark they were numbered by, before the queue (the server skips those it
+        # applied), and never merged with later calls
+        self._doubt: list[tuple[tuple[str, str], list[Any], str]] = []
         self._count = 0  # calls in _doubt and _queued
         self._dropping = False  # calls dropped since the queue was last empty
         self.dropped = 0
@@ -436,8 +438,8 @@ class RedisUsageStore:
     def record(self, user: str, tool: str) -> None:
         """Counts one call of ``tool`` by ``user`` (queued when the server cannot be reached)."""
         user, tool, at = check_text("user", user), check_text("tool", tool), float(self.clock())
+        self._check_fork()
         with self._lock:
-            self._forked()
             self._queue((user, tool), [1.0, 1, at])
             self._recorded += 1
             self._flush()
@@ -469,6 +471,7 @@ class RedisUsageStore:
 
     def flush(self) -> bool:
         """Writes queued records now; true when none is left waiting."""
+        self._check_fork()
         with self._lock:
             self._retry_at = 0.0
             return self._flush()
@@ -476,36 +479,59 @@ class RedisUsageStore:
     @property
     def queued(self) -> int:
         """Calls waiting for the server (read without waiting for a write in progress)."""
-        return self._count
+        return self._count if os.getpid() == self._pid else 0  # forked without the hooks: none here
 
     def _waiting(self) -> list[tuple[tuple[str, str], list[Any]]]:
-        return [*self._doubt, *self._queued.items()]
+        return [*((key, record) for key, record, _ in self._doubt), *self._queued.items()]
 
-    def _forked(self) -> None:
-        """In a process forked from the one that made this store (a pre-forking server): the
-        parent's queue is the parent's to send (sent from here too, it would count twice), and
-        this process numbers its records under a mark of its own (under the parent's, they
-        would be skipped as already sent)."""
-        if os.getpid() == self._pid:
-            return
+    def _freeze(self) -> None:
+        """Before a fork (its lock held): the queue goes into doubt under this process's mark,
+        so that the parent and each child may send it and the server counts it once."""
+        self._doubt.extend((key, record, self._sent_key) for key, record in self._queued.items())
+        self._queued = {}
+
+    def _forked(self, frozen: bool) -> None:
+        """In a process forked from the one that made this store (a pre-forking server): its
+        records are numbered under a mark of its own (under the parent's, with the parent's
+        numbers, the server would skip the parent's next calls as already sent), with a new
+        lock (one another thread held at the fork stays held). ``frozen``: the fork hooks ran,
+        so the parent's waiting calls are in doubt, and this process sends them too; else (a
+        fork that skips them, as uWSGI's own by default) only the parent may, and they are
+        dropped here."""
         self._pid = os.getpid()
+        self._lock = threading.Lock()
         self._sent_key = f"{self.prefix}:usage-sent:{secrets.token_hex(8)}"
-        self._queued, self._doubt, self._count, self._sequence = {}, [], 0, 0
-        self._retry_at, self._dropping = 0.0, False
+        self._sequence, self._retry_at, self._dropping, self.dropped, self.available = 0, 0.0, False, 0, True
+        if not frozen:
+            self._queued, self._doubt = {}, []
+        self._count = sum(record[1] for _, record in self._waiting())
+
+    def _check_fork(self) -> None:
+        """:meth:`_forked` when this process is not the one that made the store and no fork
+        hook told it so: checked before the lock, which may be held for good."""
+        if os.getpid() != self._pid:
+            with _FORK_LOCK:
+                if os.getpid() != self._pid:
+                    self._forked(frozen=False)
 
     def _flush(self) -> bool:
-        self._forked()
         redis = redis_module()
         while self._doubt or self._queued:
             if time.monotonic() < self._retry_at:
                 return False
             doubt = bool(self._doubt)
-            batch = self._doubt[:FLUSH_BATCH] if doubt else list(itertools.islice(self._queued.items(), FLUSH_BATCH))
+            batch = (
+                self._doubt[:FLUSH_BATCH]
+                if doubt
+                else [
+                    (key, record, self._sent_key) for key, record in itertools.islice(self._queued.items(), FLUSH_BATCH)
+                ]
+            )
             try:
                 with self._redis.pipeline(transaction=True) as pipe:
-                    for (user, tool), (score, calls, at, seq) in batch:
+                    for (user, tool), (score, calls, at, seq), mark in batch:
                         args = [tool, repr(at), repr(self.half_life_s), seq, SENT_TTL_S, repr(score), calls]
-                        self._script(keys=[self._key(user), self._sent_key], args=args, client=pipe)
+                        self._script(keys=[self._key(user), mark], args=args, client=pipe)
                     # each record's own answer: one the server refuses (a key of another type)
                     # must not hold back, nor have sent again, the records it applied
                     written = pipe.execute(raise_on_error=False)
@@ -517,7 +543,7 @@ class RedisUsageStore:
                 written = [e] * len(batch)
             except BaseException as e:  # the server may have applied the batch: sent again as it is
                 if not doubt:  # (the sequence numbers keep it from counting twice), never merged
-                    for key, _ in batch:
+                    for key, _, _ in batch:
                         del self._queued[key]
                     self._doubt.extend(batch)
                 if isinstance(e, redis.ConnectionError | redis.TimeoutError):
@@ -527,11 +553,11 @@ class RedisUsageStore:
             if doubt:
                 del self._doubt[: len(batch)]
             else:
-                for key, _ in batch:
+                for key, _, _ in batch:
                     del self._queued[key]
-            self._count -= sum(record[1] for _, record in batch)
+            self._count -= sum(record[1] for _, record, _ in batch)
             first = None  # records not applied, for a while: queued again, with new numbers
-            for (key, record), row in zip(batch, written, strict=True):
+            for (key, record, _), row in zip(batch, written, strict=True):
                 if _passing(row):
                     self._queue(key, record[:3], earlier=True)
                     first = first or row
@@ -577,6 +603,7 @@ class RedisUsageStore:
         """The rows of ``user`` (one tool, or all): from Redis, or else the last read ones plus
         this process's queued calls."""
         redis = redis_module()
+        self._check_fork()
         with self._lock:
             self._flush()
             if time.monotonic() >= self._retry_at:
@@ -633,25 +660,45 @@ class RedisUsageStore:
 
     def close(self) -> None:
         """Writes what it can of the queued records and closes the connection."""
+        self._check_fork()
         with self._lock:
             self._retry_at = 0.0
             self._flush()
         self._redis.close()
 
 
-# The stores of this process, made anew in a child it forks (see RedisUsageStore._forked); a lock
-# another thread held at the fork is held for good in the child, so each store gets a new one.
+# The stores of this process: before a fork each one's queue goes into doubt, under its lock
+# (held across the fork, so that no thread is midway through a write then), and in the child
+# each is made anew (see RedisUsageStore._forked).
 _STORES: weakref.WeakSet[RedisUsageStore] = weakref.WeakSet()
+_FORK_LOCK = threading.Lock()  # a store found forked without the hooks is made anew once
+_HELD: list[RedisUsageStore] = []  # the stores whose locks a fork in progress holds
+
+
+def _before_fork() -> None:
+    for store in list(_STORES):
+        if store._pid == os.getpid():  # a store inherited and never used here has no lock of ours
+            store._lock.acquire()
+            _HELD.append(store)
+            store._freeze()
+
+
+def _after_fork_in_parent() -> None:
+    while _HELD:
+        _HELD.pop()._lock.release()
 
 
 def _after_fork_in_child() -> None:
-    for store in list(_STORES):
-        store._lock = threading.Lock()
-        store._forked()
+    for store in _HELD:
+        store._forked(frozen=True)
+    _HELD.clear()
+    for store in list(_STORES):  # stores this process inherited unused: as a fork without hooks
+        if store._pid != os.getpid():
+            store._forked(frozen=False)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def _row(value: object) -> tuple[float, int, float] | None:
