@@ -272,6 +272,66 @@ def test_a_forked_worker_counts_its_own_calls_once_and_the_parents_not_at_all(tm
         server.stop()
 
 
+def test_a_batch_whose_reply_cannot_be_read_is_counted_once(redis_server: RedisServer) -> None:
+    """An error other than a lost connection after the server applied a batch (an unreadable
+    reply, a gevent Timeout) left the batch in the queue, where the next call merged into it
+    with a new number: 3 calls were counted 4 times."""
+    import redis
+
+    store = ts.RedisUsageStore(redis_server.url, warmup=0, half_life_s=1e9)
+    real, garble = store._redis.pipeline, [False]
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real(*args, **kwargs)
+        if garble[0]:
+            execute = pipe.execute
+
+            def applied_then_unreadable(*a: Any, **k: Any) -> Any:
+                execute(*a, **k)
+                raise redis.exceptions.InvalidResponse("garbled reply (test)")
+
+            pipe.execute = applied_then_unreadable
+        return pipe
+
+    store._redis.pipeline = pipeline
+    try:
+        store.record("ann", "search")
+        garble[0] = True
+        with pytest.raises(redis.exceptions.InvalidResponse):
+            store.record("ann", "search")  # applied by the server
+        garble[0] = False
+        store.record("ann", "search")
+        assert store.flush() and _calls(redis_server) == 3
+    finally:
+        store.close()
+
+
+def test_calls_queued_while_the_clock_steps_back_count_as_sent_one_by_one(tmp_path: Path) -> None:
+    """Calls of one pair queued during an outage are sent as one record; merged, a call timed
+    before the one queued was aged forwards, which the server never does (2.0 sent one by one,
+    1.71 merged, at a half-life of 100 s)."""
+    now = [1100.0]
+    server = RedisServer(tmp_path / "redis", persist=True).start()
+    store = ts.RedisUsageStore(server.url, warmup=0, half_life_s=100.0, clock=lambda: now[0], timeout_s=0.5)
+    local = ts.UsageStore(warmup=0, half_life_s=100.0, clock=lambda: now[0])
+    try:
+        store.record("ann", "seed")  # the server was reached once
+        server.stop()
+        store.record("ann", "seed")  # the first call after it went: sent, unanswered, kept apart
+        for at in (1100.0, 1050.0, 1120.0):  # queued: one record
+            now[0] = at
+            store.record("ann", "x")
+            local.record("ann", "x")
+        server.start()
+        assert store.flush()
+        fresh = ts.RedisUsageStore(server.url, warmup=0, half_life_s=100.0, clock=lambda: now[0])
+        assert fresh.score("ann", "x") == pytest.approx(local.score("ann", "x"), rel=1e-12)
+        fresh.close()
+    finally:
+        store.close()
+        server.stop()
+
+
 def test_a_record_redis_refuses_costs_that_record_only(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A key of another type (another program's, an old version's): the batch holding its record
     used to stay queued, raising on every later call and adding the records Redis had applied
