@@ -48,7 +48,7 @@ from .parts import build, read, relearned
 from .progress import Progress
 from .query import Query
 from .registry import Catalog, Tool, name_arg
-from .results import Hit, Packed, Selection
+from .results import Hit, Selection
 from .scan import Finding
 from .snapshot import save as save_file
 from .tenancy import TENANT_CACHE_BYTES, Tenants
@@ -687,10 +687,6 @@ class Index:
             ]
 
         return Intents(cut(intents.rankings), cut(intents.weak))
-
-    def _pack(self, ranked: list[Hit], perms: Perms, tokens: int, cap: int | None, scope: np.ndarray | None) -> Packed:
-        order = np.array([h.position for h in ranked], dtype=np.uint32)
-        return self._lexical.pack(order, perms, tokens, cap, scope)
 
     def _intent_rankings(self, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None) -> Intents:
         """The intents' own rankings when ``intents`` is on and the request has two or more."""

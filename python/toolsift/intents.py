@@ -171,23 +171,22 @@ def rank_intents(
     count, when there are two or more, and the weak ones, when there are two intents counting
     them. ``cores``: the core tools the caller may use in ``scope``, which a clause is searched
     past so that its evidence is the same for a search of any ``k``."""
-    found = list(dict.fromkeys(clauses(query)))[:MAX_CLAUSES]
-    if len(found) < 2:
+    pieces = list(dict.fromkeys(clauses(query)))[:MAX_CLAUSES]
+    if len(pieces) < 2:
         return NO_INTENTS
     rankings: list[IntentRanking] = []
     weak: list[tuple[float, int, IntentRanking]] = []  # (evidence, clause number, best tool)
     core = lexical.core
-    for clause in found:
-        found_positions, found_scores = lexical.search(clause, perms, min(depth + cores, UNLIMITED), scope)
-        positions, scores = found_positions[:depth], found_scores[:depth]
+    for clause in pieces:
+        found, values = lexical.search(clause, perms, min(depth + cores, UNLIMITED), scope)
+        positions, scores = found.tolist(), values.tolist()
         # core tools, sent whatever the request, are no evidence of an intent (as for the gate)
-        probe = list(itertools.islice((p for p in found_positions.tolist() if not core.is_core(p)), INTENT_PROBE))
-        evidence = max(lexical.evidence(clause, perms, probe)) if probe else 0.0
+        probe = list(itertools.islice((i for i, p in enumerate(positions) if not core.is_core(p)), INTENT_PROBE))
+        evidence = max(lexical.evidence(clause, perms, [positions[i] for i in probe])) if probe else 0.0
         if evidence >= INTENT_EVIDENCE:
-            rankings.append((positions.tolist(), scores.tolist()))
+            rankings.append((positions[:depth], scores[:depth]))
         elif evidence >= WEAK_EVIDENCE:
-            best = found_positions.tolist().index(probe[0])
-            weak.append((evidence, len(weak), ([probe[0]], [float(found_scores[best])])))
+            weak.append((evidence, len(weak), ([positions[probe[0]]], [scores[probe[0]]])))
     if len(rankings) + len(weak) < 2:
         return NO_INTENTS
     weak.sort(key=lambda w: (-w[0], w[1]))
