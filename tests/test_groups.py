@@ -287,3 +287,16 @@ def test_a_group_by_that_fails_fails_the_build_not_a_callers_first_grouped_query
     with pytest.raises(ts.errors.InvalidToolError, match="group_by raised KeyError") as e:
         ts.Index(tools, group_by=lambda t: {"pub__a": "pub"}[t.name])
     assert e.value.tool == "admin__nuke_all_data"
+
+
+def test_every_aws_operation_has_a_name_each_api_takes_in_its_services_group() -> None:
+    catalog = aws_catalog()
+    shortened = [t for t in catalog if t.title is not None]
+    assert shortened, "botocore has operations whose service__Operation runs past 64 characters"
+    assert len(ts.to_openai(catalog)) == len(ts.to_anthropic(catalog)) == len(catalog)  # none refused
+    for t in shortened:
+        service = t.permissions[0].removeprefix("aws:")
+        assert len(t.name) == 64 and default_group(t) == service
+        assert t.name.startswith(f"{service}__{t.title[:10]}") and len(f"{service}__{t.title}") > 64
+    ec2 = [t.title for t in shortened if t.permissions == ("aws:ec2",)]
+    assert "DescribeLocalGatewayRouteTableVirtualInterfaceGroupAssociations" in ec2

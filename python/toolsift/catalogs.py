@@ -5,10 +5,17 @@ operations across 400+ services) into tools: one tool per operation, named
 ``<service>__<Operation>``, described by the first sentences of its documentation, with a JSON
 schema built from its input shape, and requiring the permission ``aws:<service>``. The converted
 catalog is cached as JSON Lines under the user cache directory, keyed by botocore's version.
+
+Every name is one each API takes (:data:`toolsift.assemble.NAME_RULES`): the few operations (46 in botocore 1.43) whose
+``<service>__<Operation>`` runs past OpenAI's 64 characters keep their service and the start of
+their operation, end in six hex digits of a hash of the whole name
+(``ec2__DescribeLocalGatewayRouteTableVirtualInterfaceGroupA_9449d4``), and carry the operation's
+full name as their ``title``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import logging
 import os
@@ -26,7 +33,7 @@ log = logging.getLogger("toolsift.catalogs")
 _TAG = re.compile(r"<[^>]+>")
 # admonitions (<important>, <note>) are about the service, not what the operation does
 _ASIDE = re.compile(r"<(important|note)>.*?</\1>", re.S | re.I)
-CONVERSION = 2
+CONVERSION = 3
 """Bumped when :func:`aws_catalog` converts differently: the cached catalog's name carries it."""
 _SPACE = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -97,6 +104,22 @@ class _Converter:
         return {"description": doc, **out} if doc else out
 
 
+MAX_NAME = 64
+"""The longest tool name :func:`aws_catalog` makes: OpenAI's limit, the shortest of the APIs'."""
+
+
+def tool_name(service: str, operation: str) -> tuple[str, str | None]:
+    """The name of ``operation`` of ``service`` (``s3__PutObject``), and a title for it when that
+    name had to be shortened to :data:`MAX_NAME` characters: the service and as much of the
+    operation as fits, then ``_`` and six hex digits of the SHA-256 of the full name, so two
+    operations that start alike still get two names."""
+    name = f"{service}__{operation}"
+    if len(name) <= MAX_NAME:
+        return name, None
+    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return f"{name[: MAX_NAME - 7]}_{digest}", operation
+
+
 MAX_EXAMPLES = 5
 """Example titles kept per operation."""
 
@@ -127,13 +150,15 @@ def _service_tools(loader: Any, service: str) -> list[Tool]:
     examples = _examples(loader, service, meta.get("apiVersion"))
     tools = []
     for op_name, op in sorted(model.get("operations", {}).items()):
+        name, title = tool_name(service, op_name)
         params = (
             convert.schema(op.get("input", {}).get("shape")) if "input" in op else {"type": "object", "properties": {}}
         )
         tools.append(
             Tool(
-                name=f"{service}__{op_name}",
+                name=name,
                 description=plain(op.get("documentation", ""), 400),
+                title=title,
                 parameters=params,
                 permissions=(f"aws:{service}",),
                 search_text=called,
