@@ -7,9 +7,11 @@ catalog that differ only in ``intents``; per category: nDCG@10, recall@10 and Co
 ``--aws-pairs N`` measures the same at catalog scale instead: N pairs of the hand-written
 requests of ``aws_requests.jsonl`` (seeded), each pair joined into one request of two sentences,
 searched (top 10) over the AWS catalog (18,378 tools, every tool allowed); Complete@10 is the
-share of pairs with a tool of each request in the top 10, beside each request's own R@10.
+share of pairs with a tool of each request in the top 10, beside each request's own R@10;
+``--groups N ...`` adds the same searches made hierarchical (``search(groups=N)``: the N best
+service groups first).
 
-    python benches/intents.py [--aws-pairs 200]
+    python benches/intents.py [--aws-pairs 200 [--groups 2 3 5]]
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from toolsift.eval.metrics import score_query
 METRICS = ("nDCG@10", "R@10", "C@5", "C@10")
 
 
-def aws_pairs(n: int) -> None:
+def aws_pairs(n: int, groups: list[int]) -> None:
     from toolsift.catalogs import aws_catalog
 
     tools = [dataclasses.replace(t, permissions=()) for t in aws_catalog()]
@@ -42,23 +44,29 @@ def aws_pairs(n: int) -> None:
     systems = {"off": ts.Index(tools, intents=False), "on": ts.Index(tools)}
     print(f"{len(tools)} tools, {len(requests)} requests, {min(n, len(pairs))} pairs")
     for name, index in systems.items():
-        alone = statistics.fmean(
-            bool({h.tool.name for h in index.search(r["query"], k=10)} & set(r["relevant"])) for r in requests
-        )
-        complete = []
-        for a, b in pairs[:n]:
-            text = a["query"][0].upper() + a["query"][1:] + ". " + b["query"]
-            got = {h.tool.name for h in index.search(text, k=10)}
-            complete.append(bool(got & set(a["relevant"])) and bool(got & set(b["relevant"])))
-        print(f"intents {name}: pairs C@10 {statistics.fmean(complete):.3f}, each request alone R@10 {alone:.3f}")
+        for g in [None, *groups]:
+            alone = statistics.fmean(
+                bool({h.tool.name for h in index.search(r["query"], k=10, groups=g)} & set(r["relevant"]))
+                for r in requests
+            )
+            complete = []
+            for a, b in pairs[:n]:
+                text = a["query"][0].upper() + a["query"][1:] + ". " + b["query"]
+                got = {h.tool.name for h in index.search(text, k=10, groups=g)}
+                complete.append(bool(got & set(a["relevant"])) and bool(got & set(b["relevant"])))
+            print(
+                f"intents {name}, groups {g or 'flat'}: pairs C@10 {statistics.fmean(complete):.3f}, "
+                f"each request alone R@10 {alone:.3f}"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--aws-pairs", type=int, default=0, help="pairs of AWS requests instead of BFCL")
+    parser.add_argument("--groups", type=int, nargs="*", default=[], help="with --aws-pairs: also search(groups=N)")
     args = parser.parse_args()
     if args.aws_pairs:
-        aws_pairs(args.aws_pairs)
+        aws_pairs(args.aws_pairs, args.groups)
         return
     data = load_bfcl()
     systems = {"off": ts.Index(data.catalog, intents=False), "on": ts.Index(data.catalog)}

@@ -6,6 +6,7 @@ agrees."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -300,3 +301,16 @@ def test_every_aws_operation_has_a_name_each_api_takes_in_its_services_group() -
         assert t.name.startswith(f"{service}__{t.title[:10]}") and len(f"{service}__{t.title}") > 64
     ec2 = [t.title for t in shortened if t.permissions == ("aws:ec2",)]
     assert "DescribeLocalGatewayRouteTableVirtualInterfaceGroupAssociations" in ec2
+
+
+def test_each_intent_of_a_compound_request_gets_its_group_among_the_first() -> None:
+    tools = [dataclasses.replace(t, permissions=()) for t in aws_catalog()]
+    request = "Delete a bucket. Then create a DynamoDB table."
+    whole_only = ts.Index(tools, intents=False)  # groups chosen by the whole request's ranking alone
+    assert "s3" not in {default_group(h.tool) for h in whole_only.search(request, k=10, groups=2)}
+    index = ts.Index(tools)
+    found = [h.tool.name for h in index.search(request, k=10, groups=2)]
+    assert {n.split("__")[0] for n in found} == {"dynamodb", "s3"}
+    assert {"s3__DeleteBucket", "dynamodb__CreateTable"} <= set(found)
+    selected = {t.name for t in index.select(request, groups=2, budget_tokens=8000).tools}
+    assert {"s3__DeleteBucket", "dynamodb__CreateTable"} <= selected

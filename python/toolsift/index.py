@@ -620,8 +620,10 @@ class Index:
         """The positions a search or selection ranks among (``None``: every tool): the tools of
         ``group``, then, with ``groups``, only those of the ``groups`` groups whose best tool ranks
         highest for the query (the hierarchical step: the right groups first, then tools inside).
-        With ``candidates`` (a selection, which takes core tools whatever the query), core tools
-        do not choose groups: one ranking first would take a group's place and bring nothing."""
+        A compound request's intents are ranked in as :meth:`search` merges them, so each intent's
+        best group is among the first. With ``candidates`` (a selection, which takes core tools
+        whatever the query), core tools do not choose groups: one ranking first would take a
+        group's place and bring nothing."""
         if group is None and groups is None:
             return None
         wanted = groups_arg(groups)
@@ -629,12 +631,13 @@ class Index:
         if wanted is None:
             return scope
         depth = min(self._hybrid.depth + (self._usable_cores(perms, scope) if candidates else 0), UNLIMITED)
-        if self._hybrid.lexical_only:
-            order = self._search(query, perms, depth, scope)[0].tolist()
-        else:
-            order = [
-                h.position for h in self._hybrid.rank(self._lexical, self._tools, Query.of(query), perms, depth, scope)
-            ]
+        intents = (
+            self._checked([query], lambda: self._intent_rankings(query, perms, depth, scope))
+            if self._intents and may_have_clauses(query)
+            else NO_INTENTS
+        )
+        ranked = self._checked([query], lambda: self._ranked(query, perms, scope, intents, depth))
+        order = [h.position for h in ranked]
         if candidates and self._core_count:
             order = [p for p in order if not self._core.is_core(p)]
         return self._groups.best(order, wanted)
