@@ -67,10 +67,12 @@ def test_interleave_keeps_every_lists_order_and_gives_each_intent_its_best(
     out = interleave(whole, intents, k)
     union = set(whole).union(*intents)
     assert len(out) == len(set(out)) == min(k, len(union)) and set(out) <= union
-    if len(whole) >= SHARE:
-        assert out[:SHARE] == whole[: min(SHARE, k)]  # the whole request's best come first
-    if k >= SHARE + len(intents):
-        assert all(not r or r[0] in out for r in intents)  # each intent's best is in
+    if whole and k:
+        assert out[0] == whole[0]  # the whole request's best comes first
+    if k > len(intents):
+        assert all(not r or r[0] in out for r in intents)  # then each intent's best
+    if k >= 1 + len(intents) + SHARE and len(whole) > SHARE:
+        assert set(whole[: 1 + SHARE]) <= set(out)  # then the whole request's next
 
 
 def test_a_compound_request_gets_a_tool_for_each_intent() -> None:
