@@ -135,11 +135,13 @@ def dense_system(dataset: Dataset) -> System | None:
 
 
 def hybrid_system(dataset: Dataset) -> System | None:
-    """toolsift with the default embedder: lexical and dense, fused."""
+    """toolsift with the default embedder: lexical and dense, fused; the tool vectors from the
+    shared cache, each query embedded on every request, so its latency holds the query's
+    embedding whichever systems ran before it (the dense row's would otherwise be reused)."""
     embedder = _shared_embedder()
     if embedder is None:
         return None
-    system = toolsift_system(dataset, embedder=embedder)
+    system = toolsift_system(dataset, embedder=_QueriesThrough(embedder, embedder.inner))
     system.name = "toolsift hybrid"
     return system
 
