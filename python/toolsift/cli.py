@@ -114,18 +114,18 @@ def _print_demo(rows: list[tuple[str, list[tuple[str, float]], int, float]]) -> 
             picks = ", ".join(f"{name} ({score:.1f})" for name, score in ranked) or "-"
             print(f"{query!r}: {picks}  [{tokens} tokens, {us:.0f} µs]")
         return
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="toolsift demo: selected tools, best first (score)", show_lines=True)
-    table.add_column("query", ratio=1)
-    table.add_column("selected tools", ratio=2, overflow="fold")
-    table.add_column("tokens", justify="right")
-    table.add_column("select µs", justify="right")
+    # a block per request, each tool on a line of its own with its score first: AWS names run to
+    # 64 characters, which a table column of an 80-column terminal cut in two
+    console.print(Text("selected tools, best first (score)", style="bold"))
     for query, ranked, tokens, us in rows:
-        picks = "\n".join(f"{name}  {score:.1f}" for name, score in ranked) or "-"
-        table.add_row(Text(query), Text(picks), str(tokens), f"{us:.0f}")  # a request's text is not markup
-    console.print(table)
+        console.print()
+        heading = Text(query, style="bold cyan")  # a request's text is not markup
+        heading.append(f"   {len(ranked)} tools, {tokens:,} tokens, {us:.0f} µs", style="dim")
+        console.print(heading)
+        for name, score in ranked or [("-", 0.0)]:
+            console.print(Text(f"  {score:5.1f}  {name}"), no_wrap=True, overflow="ellipsis")
 
 
 def version() -> str:
