@@ -191,6 +191,25 @@ def test_core_tools_take_no_candidate_place_of_a_compound_request() -> None:
     assert len(admin.core) == 6 and len(admin) - len(admin.core) == 20
 
 
+def test_a_core_tool_an_intent_ranks_first_takes_no_place_of_that_intents_best() -> None:
+    """A core tool at the head of one intent's own ranking took that intent's early place of the
+    merge: it is selected anyway, so a selection of two tools got two for the first intent and
+    none for the second."""
+    fill = [ts.Tool(f"fill_{i}", " ".join(f"w{(i * 7 + j) % 3000}" for j in range(8))) for i in range(300)]
+    mail = "send an email with the invoice attached, to one recipient or many, from the default outbox"
+    cal = "book a meeting on the calendar of the team, with a room and a video link and reminders"
+    tools = [*fill, *(ts.Tool(f"mail_{i}", f"{mail}, variant {i}") for i in range(3))]
+    tools += [ts.Tool(f"cal_{i}", f"{cal}, variant {i}") for i in range(3)]
+    tools += [ts.Tool("assistant", "send email invoice book meeting calendar", core=True)]
+    request = "Send an email with the invoice. Book a meeting on the calendar."
+    index = ts.Index(tools)
+    assert names(index.search(request, k=3))[0] == "assistant"  # a search ranks it, as any tool
+    sel = index.select(request, max_tools=2)
+    assert sel.core == ("assistant",) and {n[:3] for n in sel.names if n != "assistant"} == {"mai", "cal"}
+    without = ts.Index([t for t in tools if not t.core]).select(request, max_tools=2)
+    assert tuple(n for n in sel.names if n != "assistant") == without.names
+
+
 def test_a_compound_request_selects_past_the_depth_when_the_budget_holds_more() -> None:
     """The intents rank the first `depth` candidates, and packing stopped there: a full stop in
     a request cut an unbounded or large selection to `depth` tools (on BFCL, 312 of 2,501

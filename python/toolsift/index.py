@@ -550,7 +550,7 @@ class Index:
         if self._hybrid.lexical_only and not intents:
             packed = self._checked([query], lambda: self._lexical.select(query_parts(query), perms, tokens, cap, scope))
         else:
-            order = [h.position for h in self._ranked(query, perms, scope, intents, depth)]
+            order = [h.position for h in self._ranked(query, perms, scope, intents, depth, candidates=True)]
             if self._hybrid.lexical_only and self._room_beyond(order, depth, tokens, cap):
                 # the intents rank the head; the core's own ranking goes on past it, as it would
                 # for a request of one intent (a full stop must not shrink a large selection)
@@ -636,7 +636,7 @@ class Index:
             if self._intents and may_have_clauses(query)
             else NO_INTENTS
         )
-        ranked = self._checked([query], lambda: self._ranked(query, perms, scope, intents, depth))
+        ranked = self._checked([query], lambda: self._ranked(query, perms, scope, intents, depth, candidates))
         order = [h.position for h in ranked]
         if candidates and self._core_count:
             order = [p for p in order if not self._core.is_core(p)]
@@ -666,15 +666,29 @@ class Index:
         return found
 
     def _ranked(
-        self, query: str | Query, perms: Perms, scope: np.ndarray | None, intents: Intents, depth: int
+        self,
+        query: str | Query,
+        perms: Perms,
+        scope: np.ndarray | None,
+        intents: Intents,
+        depth: int,
+        candidates: bool = False,
     ) -> list[Hit]:
         """The top ``depth`` tools ranked here rather than inside the core's packing: fused or
-        reranked, or merged with the intents' rankings."""
+        reranked, or merged with the intents' rankings. With ``candidates`` (a selection, which
+        takes core tools whatever the ranking) core tools are left out of the rankings merged, so
+        that none takes the place of an intent's best tool."""
         if self._hybrid.lexical_only:
             ranked = self._hits(self._lexical.search(query_parts(query), perms, depth, scope))
         else:
             ranked = self._hybrid.rank(self._lexical, self._tools, Query.of(query), perms, depth, scope)
-        return merge(self._tools, ranked, self._reranked(intents, ranked), depth) if intents else ranked
+        if not intents:
+            return ranked
+        intents = self._reranked(intents, ranked)
+        if candidates and self._core_count:
+            ranked = [h for h in ranked if not self._core.is_core(h.position)]
+            intents = _without(intents, lambda p: not self._core.is_core(p))
+        return merge(self._tools, ranked, intents, depth)
 
     def _reranked(self, intents: Intents, ranked: list[Hit]) -> Intents:
         """The intents' rankings, cut to the tools of ``ranked`` when a rerank hook made it: the
@@ -682,14 +696,7 @@ class Index:
         if self._hybrid.rerank is None:
             return intents
         kept = {h.position for h in ranked}
-
-        def cut(rankings: Sequence[IntentRanking]) -> list[IntentRanking]:
-            return [
-                ([p for p in positions if p in kept], [s for p, s in zip(positions, scores, strict=True) if p in kept])
-                for positions, scores in rankings
-            ]
-
-        return Intents(cut(intents.rankings), cut(intents.weak))
+        return _without(intents, kept.__contains__)
 
     def _intent_rankings(self, query: str | Query, perms: Perms, depth: int, scope: np.ndarray | None) -> Intents:
         """The intents' own rankings when ``intents`` is on and the request has two or more."""
@@ -746,3 +753,15 @@ def _learned_key(learned: Mapping[str, str] | None) -> tuple[tuple[str, str], ..
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
         return None
     return tuple(sorted(pairs))
+
+
+def _without(intents: Intents, keep: Callable[[int], bool]) -> Intents:
+    """``intents`` with only the positions ``keep`` is true of, each ranking in its order."""
+
+    def cut(rankings: Sequence[IntentRanking]) -> list[IntentRanking]:
+        return [
+            ([p for p in positions if keep(p)], [s for p, s in zip(positions, scores, strict=True) if keep(p)])
+            for positions, scores in rankings
+        ]
+
+    return Intents(cut(intents.rankings), cut(intents.weak))
