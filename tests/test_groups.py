@@ -299,8 +299,20 @@ def test_every_aws_operation_has_a_name_each_api_takes_in_its_services_group() -
         service = t.permissions[0].removeprefix("aws:")
         assert len(t.name) == 64 and default_group(t) == service
         assert t.name.startswith(f"{service}__{t.title[:10]}") and len(f"{service}__{t.title}") > 64
+        assert t.search_text.endswith(f" {t.title}")  # the words cut from the name are still searched
     ec2 = [t.title for t in shortened if t.permissions == ("aws:ec2",)]
     assert "DescribeLocalGatewayRouteTableVirtualInterfaceGroupAssociations" in ec2
+
+
+def test_a_shortened_name_keeps_its_service_however_long() -> None:
+    from toolsift.catalogs import MAX_NAME, tool_name
+
+    assert tool_name("s3", "PutObject") == ("s3__PutObject", None)
+    for service in ("ec2", "s" * 35, "s" * 50, "s" * 80):
+        name, title = tool_name(service, "Describe" + "Long" * 20)
+        assert len(name) == MAX_NAME and title == "Describe" + "Long" * 20
+        assert name.count("__") == 1 and default_group(ts.Tool(name)).startswith(service[:20])
+    assert tool_name("svc", "A" * 80)[0] != tool_name("svc", "A" * 81)[0]  # same start, two names
 
 
 def test_each_intent_of_a_compound_request_gets_its_group_among_the_first() -> None:

@@ -10,7 +10,7 @@ Every name is one each API takes (:data:`toolsift.assemble.NAME_RULES`): the few
 ``<service>__<Operation>`` runs past OpenAI's 64 characters keep their service and the start of
 their operation, end in six hex digits of a hash of the whole name
 (``ec2__DescribeLocalGatewayRouteTableVirtualInterfaceGroupA_9449d4``), and carry the operation's
-full name as their ``title``.
+full name as their ``title`` and in their ``search_text``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ log = logging.getLogger("toolsift.catalogs")
 _TAG = re.compile(r"<[^>]+>")
 # admonitions (<important>, <note>) are about the service, not what the operation does
 _ASIDE = re.compile(r"<(important|note)>.*?</\1>", re.S | re.I)
-CONVERSION = 3
+CONVERSION = 4
 """Bumped when :func:`aws_catalog` converts differently: the cached catalog's name carries it."""
 _SPACE = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -106,18 +106,26 @@ class _Converter:
 
 MAX_NAME = 64
 """The longest tool name :func:`aws_catalog` makes: OpenAI's limit, the shortest of the APIs'."""
+MIN_OPERATION = 16
+"""Characters of the operation a shortened name keeps at least (the service is cut otherwise)."""
 
 
 def tool_name(service: str, operation: str) -> tuple[str, str | None]:
     """The name of ``operation`` of ``service`` (``s3__PutObject``), and a title for it when that
     name had to be shortened to :data:`MAX_NAME` characters: the service and as much of the
     operation as fits, then ``_`` and six hex digits of the SHA-256 of the full name, so two
-    operations that start alike still get two names."""
+    operations that start alike still get two names. A service too long to leave room for the
+    operation (none in botocore 1.43, whose longest has 35 characters) is cut too, and carries
+    the digest: ``<service start>_<digest>__<operation start>``."""
     name = f"{service}__{operation}"
     if len(name) <= MAX_NAME:
         return name, None
     digest = hashlib.sha256(name.encode()).hexdigest()[:6]
-    return f"{name[: MAX_NAME - 7]}_{digest}", operation
+    room = MAX_NAME - 1 - len(digest)
+    if len(service) + 2 + MIN_OPERATION <= room:
+        return f"{name[:room]}_{digest}", operation
+    head = f"{service[: MAX_NAME // 2 - 1 - len(digest)]}_{digest}__"
+    return head + operation[: MAX_NAME - len(head)], operation
 
 
 MAX_EXAMPLES = 5
@@ -161,7 +169,8 @@ def _service_tools(loader: Any, service: str) -> list[Tool]:
                 title=title,
                 parameters=params,
                 permissions=(f"aws:{service}",),
-                search_text=called,
+                # a shortened name's cut words are still searched
+                search_text=called if title is None else f"{called} {op_name}",
                 examples=examples.get(op_name, ()),
             )
         )
