@@ -136,8 +136,9 @@ def dense_system(dataset: Dataset) -> System | None:
 
 def hybrid_system(dataset: Dataset) -> System | None:
     """toolsift with the default embedder: lexical and dense, fused; the tool vectors from the
-    shared cache, each query embedded on every request, so its latency holds the query's
-    embedding whichever systems ran before it (the dense row's would otherwise be reused)."""
+    shared cache, each query embedded by the index in the timed call (a text it saw before from
+    its own query cache, as in use), so its latency holds the query's embedding whichever
+    systems ran before it (the dense row's would otherwise be reused)."""
     embedder = _shared_embedder()
     if embedder is None:
         return None
@@ -155,8 +156,8 @@ class _QueriesThrough:
 
 def hybrid_int8_system(dataset: Dataset) -> System | None:
     """The hybrid with ``default_embedder("int8")``: the same float32 tool vectors, each query
-    embedded through int8 weights on every request (no cache), so its latency holds the query's
-    embedding."""
+    embedded through int8 weights by the index in the timed call (a text it saw before from its
+    own query cache), so its latency holds the query's embedding."""
     tools = _shared_embedder()
     if tools is None:
         return None
