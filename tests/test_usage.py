@@ -402,6 +402,37 @@ def test_calls_the_server_refuses_for_a_while_are_kept_and_sent_again(redis_serv
         admin.close()
 
 
+def test_calls_made_while_the_server_cannot_snapshot_are_kept_and_sent_again(redis_server: RedisServer) -> None:
+    """MISCONF: a server whose last snapshot failed (``stop-writes-on-bgsave-error``, the default)
+    refuses every write until one succeeds or snapshots are turned off; the calls refused then
+    must wait as during an outage, not be dropped."""
+    import shutil
+    import time
+
+    import redis
+
+    admin = redis.Redis.from_url(redis_server.url)
+    store = ts.RedisUsageStore(redis_server.url, warmup=0)
+    try:
+        store.record("ann", "search")
+        shutil.rmtree(redis_server.folder)  # the server's folder: the next snapshot cannot be written
+        admin.config_set("save", "3600 1")
+        admin.bgsave()
+        deadline = time.monotonic() + 10
+        while admin.info("persistence")["rdb_last_bgsave_status"] != "err":
+            assert time.monotonic() < deadline, "the snapshot did not fail"
+            time.sleep(0.05)
+        for _ in range(2):
+            store.record("ann", "search")
+        assert store.queued == 2 and not store.available
+        admin.config_set("save", "")  # snapshots off: writes are taken again
+        assert store.flush() and _calls(redis_server) == 3 and store.available
+    finally:
+        admin.config_set("save", "")  # a server that cannot snapshot refuses to shut down
+        store.close()
+        admin.close()
+
+
 class _LosesOneReply:
     """A loopback link to a real Redis that, once armed, passes one reply and swallows the next,
     as a stalled or dropped connection does after the server applied a command."""
