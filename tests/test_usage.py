@@ -433,6 +433,36 @@ def test_calls_made_while_the_server_cannot_snapshot_are_kept_and_sent_again(red
         admin.close()
 
 
+def test_queued_answers_while_a_write_waits_for_a_stalled_server() -> None:
+    """A server that accepts and never answers holds a write (and the store's lock) for up to
+    ``timeout_s``; a health check reading ``queued`` meanwhile must not wait for it."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    accepted = threading.Event()
+
+    def accept() -> None:
+        held.append(listener.accept()[0])  # read nothing, answer nothing
+        accepted.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    store = ts.RedisUsageStore(f"redis://127.0.0.1:{listener.getsockname()[1]}/0", warmup=0, timeout_s=60)
+    writer = threading.Thread(target=store.record, args=("ann", "search"))
+    writer.start()
+    try:
+        assert accepted.wait(30)  # the writer is connected, under the store's lock
+        assert store.queued == 1 and writer.is_alive()  # answered while the write still waits
+    finally:
+        for conn in held:
+            conn.close()  # the write fails now: the call stays queued
+        writer.join(60)
+        listener.close()
+    assert not writer.is_alive() and store.queued == 1 and not store.available
+    store.close()
+
+
 class _LosesOneReply:
     """A loopback link to a real Redis that, once armed, passes one reply and swallows the next,
     as a stalled or dropped connection does after the server applied a command."""
