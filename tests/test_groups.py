@@ -312,6 +312,8 @@ def test_a_shortened_name_keeps_its_service_however_long() -> None:
         name, title = tool_name(service, "Describe" + "Long" * 20)
         assert len(name) == MAX_NAME and title == "Describe" + "Long" * 20
         assert name.count("__") == 1 and default_group(ts.Tool(name)).startswith(service[:20])
+        short, _ = tool_name(service, "List")  # one group for all of a service's operations
+        assert default_group(ts.Tool(short)) == default_group(ts.Tool(name))
     assert tool_name("svc", "A" * 80)[0] != tool_name("svc", "A" * 81)[0]  # same start, two names
 
 

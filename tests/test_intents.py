@@ -226,6 +226,19 @@ def test_a_compound_request_selects_past_the_depth_when_the_budget_holds_more() 
     small = index.select(request, max_tools=2)
     assert set(small.names) == {"zebra_queue", "yak_table"}  # the intents still choose the head
 
+    # core tools leave the intents' rankings, not the depth: when those hold nothing past the
+    # whole request's head, a selection still goes on past it
+    fill = [ts.Tool(f"fill_{i}", " ".join(f"w{(i * 7 + j) % 3000}" for j in range(8))) for i in range(300)]
+    mail, cal = "send an email with the invoice attached to one recipient", "book a meeting on the calendar"
+    tools = [*fill, *(ts.Tool(f"mail_{i}", f"{mail} variant {i}") for i in range(60))]
+    tools += [ts.Tool(f"both_{i}", f"{mail} {cal} variant {i}") for i in range(5)]
+    cores = [ts.Tool(f"core_{i}", "send email invoice book meeting calendar", core=True) for i in range(3)]
+    request = "Send an email with the invoice. Book a meeting on the calendar."
+    with_cores, without = ts.Index([*tools, *cores], depth=20), ts.Index(tools, depth=20)
+    for budget in (None, 10**6):
+        sel = with_cores.select(request, budget_tokens=budget)
+        assert len(sel.core) == 3 and len(sel) - 3 == len(without.select(request, budget_tokens=budget)) == 65
+
 
 def test_quoted_text_numbers_and_abbreviations_are_not_cut_into_intents() -> None:
     """A message to send, a number with a thousands comma or a list written without spaces,

@@ -106,26 +106,27 @@ class _Converter:
 
 MAX_NAME = 64
 """The longest tool name :func:`aws_catalog` makes: OpenAI's limit, the shortest of the APIs'."""
-MIN_OPERATION = 16
-"""Characters of the operation a shortened name keeps at least (the service is cut otherwise)."""
+MAX_SERVICE = 40
+"""The longest service part of a name: a longer service (none in botocore 1.43, whose longest
+has 35 characters) is cut in every name of that service, and ends in a hash of the service."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
 def tool_name(service: str, operation: str) -> tuple[str, str | None]:
     """The name of ``operation`` of ``service`` (``s3__PutObject``), and a title for it when that
     name had to be shortened to :data:`MAX_NAME` characters: the service and as much of the
     operation as fits, then ``_`` and six hex digits of the SHA-256 of the full name, so two
-    operations that start alike still get two names. A service too long to leave room for the
-    operation (none in botocore 1.43, whose longest has 35 characters) is cut too, and carries
-    the digest: ``<service start>_<digest>__<operation start>``."""
-    name = f"{service}__{operation}"
+    operations that start alike still get two names. A service longer than :data:`MAX_SERVICE`
+    is cut to it in all of its names alike (``<service start>_<its digest>``), so they share one
+    group."""
+    part = service if len(service) <= MAX_SERVICE else f"{service[: MAX_SERVICE - 7]}_{_digest(service)}"
+    name = f"{part}__{operation}"
     if len(name) <= MAX_NAME:
-        return name, None
-    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
-    room = MAX_NAME - 1 - len(digest)
-    if len(service) + 2 + MIN_OPERATION <= room:
-        return f"{name[:room]}_{digest}", operation
-    head = f"{service[: MAX_NAME // 2 - 1 - len(digest)]}_{digest}__"
-    return head + operation[: MAX_NAME - len(head)], operation
+        return name, None if part == service else operation
+    return f"{name[: MAX_NAME - 7]}_{_digest(f'{service}__{operation}')}", operation
 
 
 MAX_EXAMPLES = 5

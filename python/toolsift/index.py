@@ -676,8 +676,9 @@ class Index:
     ) -> list[Hit]:
         """The top ``depth`` tools ranked here rather than inside the core's packing: fused or
         reranked, or merged with the intents' rankings. With ``candidates`` (a selection, which
-        takes core tools whatever the ranking) core tools are left out of the rankings merged, so
-        that none takes the place of an intent's best tool."""
+        takes core tools whatever the ranking) core tools are left out of the intents' rankings,
+        so that none takes the place of an intent's best tool; the whole request's keeps them,
+        as ``depth`` counts them (it is fetched past the usable core tools)."""
         if self._hybrid.lexical_only:
             ranked = self._hits(self._lexical.search(query_parts(query), perms, depth, scope))
         else:
@@ -686,7 +687,6 @@ class Index:
             return ranked
         intents = self._reranked(intents, ranked)
         if candidates and self._core_count:
-            ranked = [h for h in ranked if not self._core.is_core(h.position)]
             intents = _without(intents, lambda p: not self._core.is_core(p))
         return merge(self._tools, ranked, intents, depth)
 
