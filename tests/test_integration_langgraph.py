@@ -108,6 +108,47 @@ def test_bigtool_agent_binds_only_the_callers_retrieved_tools_and_runs_them() ->
     assert out["messages"][-1].content == "It has shipped."
 
 
+def test_a_thread_another_caller_goes_on_with_binds_only_its_own_tools() -> None:
+    """bigtool keeps the tools a thread retrieved in its state and binds them all on later
+    turns: a public caller continuing a billing caller's thread was sent `issue_refund`'s name,
+    description and schema (a call of it was still refused)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    toolset = Toolset(shop(), Ran().handlers(), k=4)
+    model = ScriptedModel(
+        responses=[
+            AIMessage("", tool_calls=[call("retrieve_tools", "r1", query="refund payment order")]),
+            AIMessage("done"),
+            AIMessage("hello again"),
+        ]
+    )
+    agent = toolset.bigtool_agent(model).compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t"}}
+    agent.invoke(
+        {"messages": [HumanMessage("refund please")]}, config=caller_config({"billing.refund", "orders.read"}, thread)
+    )
+    agent.invoke({"messages": [HumanMessage("hi")]}, config=caller_config(set(), thread))
+    assert model.bound_names() == [
+        ["retrieve_tools"],
+        ["retrieve_tools", "issue_refund", "order_status", "refund_policy"],
+        ["retrieve_tools", "refund_policy"],  # the public caller's turn: its own tools only
+    ]
+
+
+def test_a_retrieval_call_without_a_text_query_is_an_error_message_to_the_model() -> None:
+    """bigtool's retrieval node validated the arguments with pydantic, outside any guard: a model
+    sending {"query": 5} or {} crashed the graph with pydantic's ValidationError."""
+    for args in ({"query": 5}, {}):
+        model = ScriptedModel(
+            responses=[AIMessage("", tool_calls=[call("retrieve_tools", "r1", **args)]), AIMessage("ok")]
+        )
+        agent = Toolset(shop(), Ran().handlers()).bigtool_agent(model).compile()
+        out = agent.invoke({"messages": [HumanMessage("x")]}, config=caller_config(set()))
+        refused = tool_messages(out["messages"])["r1"]
+        assert refused.status == "error" and "query must be a string" in refused.content
+        assert out["messages"][-1].content == "ok"  # the model was told, and went on
+
+
 def test_a_forbidden_tool_the_model_names_fails_like_an_unknown_one_and_never_runs() -> None:
     ran = Ran()
     toolset = Toolset(shop(), ran.handlers())

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import InvalidParameterError, InvalidToolError, MissingExtraError, UnknownToolError
+from ..errors import InvalidParameterError, InvalidToolError, MissingExtraError, ToolsiftError, UnknownToolError
 
 try:
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
@@ -283,15 +283,63 @@ class Toolset:
         refused = self._refusal(request)
         return refused if refused is not None else await execute(request)
 
+    def _select_node(self) -> Runnable[Any, Any]:
+        """bigtool's retrieval node: each ``retrieve_tools`` call is answered with the tools found
+        for the run's caller, worded as bigtool words it, and their names join the thread's. A
+        call whose ``query`` is not text, or that the index refuses, gets an error ``ToolMessage``
+        saying why, as a tool's bad arguments do (bigtool's node raised pydantic's error)."""
+
+        def select(calls: list[dict[str, Any]], config: RunnableConfig) -> dict[str, Any]:
+            messages, ids = [], []
+            for c in calls:
+                args = c.get("args")
+                query = args.get("query") if isinstance(args, Mapping) else None
+                try:
+                    if not isinstance(query, str):
+                        raise InvalidParameterError(f"{RETRIEVE}: query must be a string, not {type(query).__name__}")
+                    found = self.retrieve_tools(query, config)
+                except ToolsiftError as e:
+                    messages.append(ToolMessage(str(e), name=RETRIEVE, tool_call_id=c["id"], status="error"))
+                    continue
+                messages.append(ToolMessage(f"Available tools: {found}", name=RETRIEVE, tool_call_id=c["id"]))
+                ids.extend(found)
+            return {"messages": messages, "selected_tool_ids": ids}
+
+        async def aselect(calls: list[dict[str, Any]], config: RunnableConfig) -> dict[str, Any]:
+            return select(calls, config)
+
+        return RunnableLambda(select, afunc=aselect, name="select_tools")
+
+    def _model_node(self, llm: Any) -> Runnable[Any, Any]:
+        """bigtool's model node, binding the retrieval tool and the thread's retrieved tools that
+        the run's caller may use (bigtool's binds every id in the thread's state)."""
+        retrieve = StructuredTool.from_function(func=self.retrieve_tools, coroutine=self.aretrieve_tools)
+
+        def bound(state: Any, config: RunnableConfig) -> Any:
+            perms = self.caller_of(config)
+            ids = (i for i in state["selected_tool_ids"] if isinstance(i, str) and self.index.allows(i, caller=perms))
+            return llm.bind_tools([retrieve, *(self.tool(i) for i in dict.fromkeys(ids))])
+
+        def call_model(state: Any, config: RunnableConfig) -> Any:
+            return {"messages": [bound(state, config).invoke(state["messages"], config)]}
+
+        async def acall_model(state: Any, config: RunnableConfig) -> Any:
+            return {"messages": [await bound(state, config).ainvoke(state["messages"], config)]}
+
+        return RunnableLambda(call_model, afunc=acall_model, name="agent")
+
     def bigtool_agent(self, llm: Any, **options: Any) -> StateGraph[Any, Any, Any, Any]:
         """langgraph-bigtool's ``create_agent(llm, registry, retrieve_tools_function=...,
         retrieve_tools_coroutine=...)`` for this toolset, with :meth:`tool_node` as its tool node.
 
         Its router is replaced by one that routes the same way without
         ``ToolNode.inject_tool_args`` (gone since langgraph-prebuilt 1.0, which breaks bigtool
-        0.0.3 on the first real tool call); the tool node injects arguments when it runs.
-        Returns the uncompiled graph: ``.compile(checkpointer=...)`` it. bigtool keeps the tools
-        a thread has retrieved bound for its later turns, so keep one thread to one caller."""
+        0.0.3 on the first real tool call); the tool node injects arguments when it runs. Its
+        model node is replaced by one that binds, of the tools the thread has retrieved, only
+        those the run's caller may use (a thread's state keeps them for its later turns, which
+        another caller may run), and its retrieval node by one that answers a bad query with an
+        error message to the model. Returns the uncompiled graph: ``.compile(checkpointer=...)``
+        it."""
         from langgraph_bigtool import create_agent
 
         if RETRIEVE in self.index.names:
@@ -305,6 +353,8 @@ class Toolset:
         )
         spec = builder.nodes["tools"]
         builder.nodes["tools"] = dataclasses.replace(spec, runnable=self.tool_node())
+        builder.nodes["agent"] = dataclasses.replace(builder.nodes["agent"], runnable=self._model_node(llm))
+        builder.nodes["select_tools"] = dataclasses.replace(builder.nodes["select_tools"], runnable=self._select_node())
         branches = builder.branches["agent"]
         for name, branch in branches.items():
             branches[name] = branch._replace(path=RunnableLambda(_route, name=name))
