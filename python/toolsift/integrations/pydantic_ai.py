@@ -105,9 +105,10 @@ class ToolsiftToolset(AbstractToolset[Any]):
         box = toolbox_of(ctx, self.toolbox)
         if self.meta_tools:
             return self._meta(box, ctx.messages)
-        if self._memo is None or self._memo[0] is not box:
-            self._memo = (box, {})
-        made = self._memo[1]
+        memo = self._memo  # read once: a toolset shared by runs in several threads sees its own box's
+        if memo is None or memo[0] is not box:
+            memo = self._memo = (box, {})
+        made = memo[1]
         tiers = box.plan()
         out: dict[str, ToolsetTool[Any]] = {}
         for name, tier in tiers.items():
