@@ -216,6 +216,25 @@ def test_tools_the_server_adds_later_are_found_and_hooks_see_the_real_tool() -> 
     ]
 
 
+def test_a_hook_that_refuses_a_call_gives_the_client_an_error_result() -> None:
+    """A `before_tool` hook refuses a call by raising: that escaped the handler, and the client
+    got a protocol error ("Internal server error") instead of a result."""
+    ran: list[str] = []
+    server = shop(ran)
+
+    def refuse(event: ts.ToolEvent) -> None:
+        raise PermissionError(f"policy: {event.name} needs an approval")
+
+    front(server, caller=("orders.read",), permissions=PERMISSIONS, hooks=ts.Hooks(before_tool=refuse))
+
+    async def session(client: Client) -> list[types.CallToolResult]:
+        return [await client.call_tool("call_tool", {"name": "order_status", "arguments": {"order_id": "A7"}})]
+
+    [refused] = run(server, "auto", session)
+    assert refused.is_error and "refused" in text(refused) and "approval" not in text(refused)
+    assert ran == []
+
+
 def test_bad_requests_and_bad_setups_name_what_is_wrong() -> None:
     server = shop([])
     front(server, caller=None, permissions=PERMISSIONS)

@@ -75,6 +75,26 @@ def test_tool_search_loads_the_found_tools_into_the_next_turns() -> None:
     assert agent.loaded == ["order_status"]
 
 
+def test_an_own_tool_that_tool_search_also_finds_is_given_to_the_model_once() -> None:
+    """The agent's own `order_status` was loaded again when a search found it: two tools of one
+    name, of which the SDK drops one ("Tool name collision detected")."""
+    ran: list[str] = []
+    box = toolbox(ran)
+    model = ScriptedModel(
+        [
+            [function_call("tool_search", {"query": "shipping status of my order"}, call_id="s")],
+            [function_call("order_status", {"order": "A1"}, call_id="o")],
+            [assistant_message("It has shipped.")],
+        ]
+    )
+    own = function_tool(box, "order_status")
+    agent = ToolsiftAgent(name="support", model=model, toolbox=box, tools=[own])
+    result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
+    assert result.final_output == "It has shipped." and ran == ["order_status"]
+    assert names(model.calls[0]) == ["order_status", "search_help", "tool_search", "call_tool"]
+    assert names(model.calls[1]) == names(model.calls[0]) == names(model.calls[2])  # once, the own one
+
+
 def test_load_found_false_keeps_the_tools_array_fixed_and_call_tool_still_runs_found_tools() -> None:
     ran: list[str] = []
     model = ScriptedModel(

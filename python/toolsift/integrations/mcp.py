@@ -289,6 +289,10 @@ class Front:
             return _error(f"Unknown tool: {target}")
         except InvalidParameterError as e:
             return _error(str(e))
+        except Exception:  # a before_tool hook refusing the call, say: an error result, not a
+            # protocol error, and none of its text, which may hold what the client must not see
+            log.warning("call of %r refused or failed", target, exc_info=True)
+            return _error(FAILED)
 
     async def _search(self, version: _Version, perms: tuple[str, ...], arguments: Mapping[str, Any]) -> Any:
         box = await self._box(version, perms)
@@ -356,6 +360,10 @@ def _lowlevel(server: Any) -> Server[Any]:
 
 def _no_schema(name: str) -> Mapping[str, Any] | None:
     return None
+
+
+FAILED = "The call was refused or failed; the server's log says why."
+"""What a client is told when a hook refuses a call or it fails around the tool."""
 
 
 def _error(text: str) -> types.CallToolResult:

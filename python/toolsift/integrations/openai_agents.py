@@ -238,14 +238,16 @@ class ToolsiftAgent(Agent[Any]):
             raise InvalidParameterError(f"ToolsiftAgent needs toolbox=toolsift.Toolbox(...), not {kind}")
 
     async def get_all_tools(self, run_context: RunContextWrapper[Any]) -> list[AgentTool]:
-        """The agent's own tools, then the toolbox's tools array, then the loaded tools. An own
-        tool made by :func:`function_tool` for another toolbox (an agent cloned for another
-        caller) is made again for this one, or left out if this caller may not use it."""
+        """The agent's own tools, then the toolbox's tools array, then the loaded tools, each name
+        once (an own tool first: the SDK drops one of two tools of a name). An own tool made by
+        :func:`function_tool` for another toolbox (an agent cloned for another caller) is made
+        again for this one, or left out if this caller may not use it."""
         box = self._box()
         own = [t for t in (self._rebound(t, box) for t in await super().get_all_tools(run_context)) if t is not None]
-        definitions = box.tools()
-        names = {d["function"]["name"] for d in definitions}
-        extra = [n for n in self.loaded if n not in names and box.index.allows(n, caller=box.perms)]
+        taken = {name for t in own if isinstance(name := getattr(t, "name", None), str)}
+        definitions = [d for d in box.tools() if d["function"]["name"] not in taken]
+        taken |= {d["function"]["name"] for d in definitions}
+        extra = [n for n in self.loaded if n not in taken and box.index.allows(n, caller=box.perms)]
         return [*own, *(self._tool(d["function"]["name"], d) for d in definitions), *map(self._tool, extra)]
 
     def _rebound(self, tool: AgentTool, box: Toolbox) -> AgentTool | None:
