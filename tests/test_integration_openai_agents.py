@@ -54,16 +54,21 @@ def outputs(result: Any) -> dict[str, str]:
     return {i["call_id"]: i["output"] for i in items if i.get("type") == "function_call_output"}
 
 
-def test_tool_search_loads_the_found_tools_into_the_next_turns() -> None:
-    ran: list[str] = []
-    box = toolbox(ran)
-    model = ScriptedModel(
+def shipping_script() -> ScriptedModel:
+    """A model that searches for the order's shipping status, calls `order_status`, answers."""
+    return ScriptedModel(
         [
             [function_call("tool_search", {"query": "shipping status of my order"}, call_id="s")],
             [function_call("order_status", {"order": "A1"}, call_id="o")],
             [assistant_message("It has shipped.")],
         ]
     )
+
+
+def test_tool_search_loads_the_found_tools_into_the_next_turns() -> None:
+    ran: list[str] = []
+    box = toolbox(ran)
+    model = shipping_script()
     agent = ToolsiftAgent(name="support", model=model, toolbox=box)
     result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
     assert result.final_output == "It has shipped."
@@ -80,13 +85,7 @@ def test_an_own_tool_that_tool_search_also_finds_is_given_to_the_model_once() ->
     name, of which the SDK drops one ("Tool name collision detected")."""
     ran: list[str] = []
     box = toolbox(ran)
-    model = ScriptedModel(
-        [
-            [function_call("tool_search", {"query": "shipping status of my order"}, call_id="s")],
-            [function_call("order_status", {"order": "A1"}, call_id="o")],
-            [assistant_message("It has shipped.")],
-        ]
-    )
+    model = shipping_script()
     own = function_tool(box, "order_status")
     agent = ToolsiftAgent(name="support", model=model, toolbox=box, tools=[own])
     result = Runner.run_sync(agent, "where is my order?", run_config=NO_TRACES)
