@@ -6,11 +6,12 @@ operations across 400+ services) into tools: one tool per operation, named
 schema built from its input shape, and requiring the permission ``aws:<service>``. The converted
 catalog is cached as JSON Lines under the user cache directory, keyed by botocore's version.
 
-Every name is one each API takes (:data:`toolsift.assemble.NAME_RULES`): the few operations (46 in botocore 1.43) whose
-``<service>__<Operation>`` runs past OpenAI's 64 characters keep their service and the start of
-their operation, end in six hex digits of a hash of the whole name
-(``ec2__DescribeLocalGatewayRouteTableVirtualInterfaceGroupA_9449d4``), and carry the operation's
-full name as their ``title`` and in their ``search_text``.
+Every name is one each API takes (:data:`toolsift.assemble.NAME_RULES`): the few operations
+(46 in botocore 1.43) whose ``<service>__<Operation>`` runs past OpenAI's 64 characters keep
+their service and the start of their operation, end in six hex digits of a hash of the whole
+name (``ec2__DescribeLocalGatewayRouteTableVirtualInterfaceGroupA_9449d4``; see
+:func:`tool_name`), and carry the operation's full name as their ``title`` and in their
+``search_text``.
 """
 
 from __future__ import annotations
