@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -230,6 +231,44 @@ def test_same_catalog_query_and_caller_give_byte_identical_output_across_process
         for seed in ("1", "2", "3")
     ]
     assert runs[0].stdout and runs[0].stdout == runs[1].stdout == runs[2].stdout
+
+
+SETS = textwrap.dedent(
+    """
+    import json, toolsift as ts
+    from toolsift.scan import scan
+    seen = []
+    box = ts.Toolbox(ts.Catalog([ts.Tool("a", "refund", permissions=["p3"])]), caller={f"p{i}" for i in range(8)},
+                     hooks=ts.Hooks(before_tool=lambda e: seen.append(e.caller)), handlers={"a": lambda args: "ok"})
+    box.call("a", {})
+    learned = ts.Learned(cap=2)
+    learned.add("s", {"t": {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}})
+    tools = [ts.Tool("read_file", "read"), ts.Tool("Read-File", "read")]
+    print(json.dumps([
+        list(box.perms), [list(c) for c in seen], learned.texts("s"),
+        [[f.tool, f.detail] for f in scan(tools, trusted={"read_file", "readfile", "READFILE"})],
+        ts.Query.from_messages([{"role": "user", "content": "go"}], recent_tools={"x1", "x2", "x3", "x4"}).parts,
+    ]))
+    """
+)
+
+
+def test_inputs_given_as_sets_give_the_same_output_in_every_process() -> None:
+    """A set of strings iterates in an order that changes with the process's hash seed."""
+    env = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
+    runs = [
+        subprocess.run([sys.executable, "-c", SETS], capture_output=True, check=True, env={**env, "PYTHONHASHSEED": s})
+        for s in ("0", "1", "2", "3", "4")
+    ]
+    assert runs[0].stdout and all(r.stdout == runs[0].stdout for r in runs), [r.stdout for r in runs]
+
+
+def test_scan_reports_no_trusted_tool_as_a_copy_of_another_trusted_name() -> None:
+    from toolsift.scan import scan
+
+    tools = [ts.Tool("read_file", "read"), ts.Tool("Read-File", "read")]
+    found = scan(tools, trusted=["readfile", "read_file"])  # two alike names, both accepted before
+    assert [(f.tool, f.detail) for f in found] == [("Read-File", "looks like 'readfile'")]
 
 
 def test_a_budget_the_core_tools_leave_no_room_in_says_so() -> None:

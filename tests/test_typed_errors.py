@@ -4,6 +4,7 @@ definition time or later (indexing, emitting, saving)."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from toolsift.errors import (
     InvalidToolError,
     InvalidToolTypeError,
     SchemaError,
+    StoreFormatError,
 )
 
 LONE = "\ud83d"  # the first half of an emoji, cut off
@@ -74,6 +76,20 @@ TOOL_CASES = [
     ("annotations not an object", tool(annotations=[1]), InvalidToolTypeError, "annotations"),
     ("deep MCP inputSchema", lambda: ts.Catalog.from_mcp([{"name": "t", "inputSchema": deep_object(DEEP)}]),
      SchemaError, "parameters"),
+    # JSON would make the key 1 the string "1" (one property silently lost) and None "null"
+    ("an int key beside its string", tool(parameters={"type": "object", "properties": {1: {}, "1": {}}}),
+     SchemaError, "parameters"),
+    ("a None key in a schema", tool(parameters={"type": "object", "properties": {None: {}}}), SchemaError,
+     "parameters"),
+    ("an int key in an MCP item", lambda: ts.Catalog.from_mcp([{"name": "t", "inputSchema": {}, 7: 1}]),
+     CatalogFormatError, "7"),
+    ("an int key in an OpenAI function",
+     lambda: ts.Catalog.from_openai([{"type": "function", "function": {"name": "t", 5: "x"}}]),
+     CatalogFormatError, "5"),
+    ("a None key in an MCP item", lambda: ts.Catalog.from_mcp([{"name": "t", "inputSchema": {}, None: 1}]),
+     CatalogFormatError, "None"),
+    ("an int key in an Anthropic item", lambda: ts.Catalog.from_anthropic([{"name": "t", "input_schema": {}, 7: 1}]),
+     CatalogFormatError, "7"),
 ]  # fmt: skip
 
 PARAMETER_CASES = [
@@ -106,6 +122,23 @@ PARAMETER_CASES = [
     ("Index.tool of -1 (not the last tool)", lambda: INDEX.tool(-1)),
     ("Index.name past the end", lambda: INDEX.name(len(INDEX))),
     ("Index.tool of True", lambda: INDEX.tool(True)),
+    ("b as a string", lambda: ts.Index(INDEX._tools, b="0.5")),  # type: ignore[arg-type]
+    ("field_weights as a list", lambda: ts.Index(INDEX._tools, field_weights=[1.0])),  # type: ignore[arg-type]
+    ("b as an empty list, once ignored", lambda: ts.Index(INDEX._tools, b=[])),  # type: ignore[arg-type]
+    ("a rerank hook that is no function", lambda: ts.Index(INDEX._tools, rerank=5)),  # type: ignore[arg-type]
+    ("an embedder without embed()", lambda: ts.Index(INDEX._tools, embedder=5)),  # type: ignore[arg-type]
+    ("a learned store that is none", lambda: ts.Toolbox(ts.Catalog(INDEX._tools), learned=5)),  # type: ignore[arg-type]
+    ("a query weight past the largest float", lambda: ts.Query((("refund", 10**400),))),
+    ("half_life_s past the largest float", lambda: ts.UsageStore(half_life_s=10**400)),
+    ("Learned half_life_s past the largest float", lambda: ts.Learned(half_life_s=10**400)),
+    ("recent_tools=None", lambda: ts.Query.from_messages([{"role": "user", "content": "x"}], recent_tools=None)),  # type: ignore[arg-type]
+    ("tokenize of a lone surrogate", lambda: ts.tokenize(LONE)),
+    ("tokenize of a number", lambda: ts.tokenize(5)),  # type: ignore[arg-type]
+    ("to_openai of a dict", lambda: ts.to_openai([{"name": "a"}])),  # type: ignore[list-item]
+    ("to_mcp of None", lambda: ts.to_mcp(None)),  # type: ignore[arg-type]
+    ("tool_references of names", lambda: ts.tool_references("ab")),  # type: ignore[arg-type]
+    ("Index.save to an empty path", lambda: INDEX.save("")),
+    ("Catalog.save to an empty path", lambda: ts.Catalog(INDEX._tools).save("")),
 ]
 
 
@@ -141,6 +174,39 @@ def test_files_too_deep_or_with_huge_numbers_are_format_errors(tmp_path: Path, n
     with pytest.raises(CatalogFormatError) as e:
         ts.Catalog.from_file(tmp_path / name)
     assert type(e.value) is CatalogFormatError and name in str(e.value)
+
+
+def test_a_content_block_of_an_odd_type_adds_no_text_and_raises_nothing() -> None:
+    for kind in (["text"], {"k": 1}):  # untrusted history: a "type" that is not a string
+        blocks = [{"type": kind, "text": "refund"}, {"type": "text", "text": "order"}]
+        assert ts.Query.from_messages([{"role": "user", "content": blocks}]).parts == (("order", 1.0),)
+
+
+def test_a_damaged_usage_store_is_a_store_format_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "usage.db"
+    store = ts.UsageStore(path)
+    for i in range(2000):  # pages past the first, which opening the file does not read
+        store.record(f"u{i}", f"t{i}")
+    store.close()
+    data = bytearray(path.read_bytes())
+    for offset in range(4096, len(data), 4096):
+        data[offset : offset + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    store = ts.UsageStore(path)
+    for call in (lambda: store.record("u1", "t1"), lambda: store.score("u1", "t1"), store.reach):
+        with pytest.raises(StoreFormatError) as e:
+            call()
+        assert e.value.path == str(path)  # type: ignore[attr-defined]
+
+
+def test_a_usage_row_another_program_wrote_without_numbers_counts_as_no_use(tmp_path: Path) -> None:
+    path = tmp_path / "usage.db"
+    store = ts.UsageStore(path, warmup=0)
+    store.record("u", "t")
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO usage VALUES ('u', 'x', 'abc', 'lots', 'never')")
+    assert store.score("u", "x") == 0.0 and store.score("u", "t") > 0
+    assert store.reach() == (1, {"t": 1})
 
 
 def test_a_normal_query_and_a_valid_surrogate_pair_still_work() -> None:

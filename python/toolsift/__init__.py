@@ -5,7 +5,7 @@ stable prompt prefix.
 """
 
 from . import errors
-from ._core import __version__, tokenize
+from ._core import __version__
 from .assemble import default_token_count, to_anthropic, to_mcp, to_openai, tool_references
 from .dense import DenseIndex, Embedder, OpenAIEmbedder, SentenceTransformerEmbedder, default_embedder
 from .doctor import Checkup, Diagnosis, doctor
@@ -16,6 +16,7 @@ from .query import MAX_WEIGHT, Query
 from .registry import Catalog, Tool
 from .results import Dropped, Hit, Selection
 from .static import StaticEmbedder
+from .text import tokenize
 from .tiers import Hooks, Toolbox, ToolEvent, ToolTierOptions
 from .usage import RedisUsageStore, Usage, UsageStore
 

@@ -54,14 +54,15 @@ def flag(name: str, value: object) -> bool:
 
 def tool_names(what: str, names: object) -> list[str]:
     """``names`` as a list of tool names; raises :class:`InvalidParameterError` for a single
-    string (whose letters would otherwise be read as names) or anything but strings."""
+    string (whose letters would otherwise be read as names) or anything but strings. A set's
+    names come sorted: its own order changes from process to process (string hashing)."""
     if isinstance(names, str | bytes) or not isinstance(names, Iterable):
         raise InvalidParameterError(f"{what} must be a list of tool names, not {type(names).__name__}")
     out = list(names)
     for name in out:
         if not isinstance(name, str):
             raise InvalidParameterError(f"{what} must hold tool names (strings), not {name!r}")
-    return out
+    return sorted(out) if isinstance(names, set | frozenset) else out
 
 
 def evidence_floor(min_evidence: object) -> float | None:
@@ -101,10 +102,12 @@ def check_queries(queries: Iterable[object]) -> None:
 
 
 def file_path(value: object) -> Path:
-    """A file's path: a ``str`` or ``os.PathLike`` without a NUL character (``os`` raises
+    """A file's path: a non-empty ``str`` or ``os.PathLike`` without a NUL character (``os`` raises
     ``TypeError`` or ``ValueError`` for the rest)."""
     if not isinstance(value, str | os.PathLike):
         raise InvalidParameterError(f"path must be a str or a pathlib.Path, not {type(value).__name__}")
+    if not os.fspath(value):  # Path("") is the working folder, no file's name
+        raise InvalidParameterError("path is empty: give a file's name")
     path = Path(value)
     if "\0" in str(path):
         raise InvalidParameterError(f"path {str(path)!r} holds a NUL character, which no file name may")

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .arguments import tool_names
-from .errors import InvalidToolError
+from .errors import InvalidParameterError, InvalidToolError
 from .registry import Tool, json_copy
 
 if TYPE_CHECKING:
@@ -34,6 +34,18 @@ def default_token_count(definition: Any) -> int:
     """``ceil(bytes / 4)`` of the compact UTF-8 JSON of ``definition``."""
     text = json.dumps(definition, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
     return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+def _tools(tools: Iterable[Tool]) -> list[Tool]:
+    """``tools`` as a list, refused unless it is an iterable of :class:`Tool` (a dict of a
+    definition, say, is not one: emit what a catalog made of it)."""
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+        raise InvalidParameterError(f"tools must be an iterable of toolsift.Tool, not {type(tools).__name__}")
+    out = list(tools)
+    for i, t in enumerate(out):
+        if not isinstance(t, Tool):
+            raise InvalidParameterError(f"tools[{i}] is a {type(t).__name__}, not a toolsift.Tool")
+    return out
 
 
 #: Tool names each API accepts: OpenAI function names and Anthropic tool names are ASCII letters,
@@ -64,7 +76,7 @@ def to_openai(tools: Iterable[Tool]) -> list[OpenAITool]:
     ``ChatCompletionFunctionToolParam``). A name OpenAI refuses (see :data:`NAME_RULES`) raises
     :class:`~toolsift.errors.InvalidToolError` naming the tool."""
     out: list[OpenAITool] = []
-    for t in tools:
+    for t in _tools(tools):
         function: FunctionDefinition = {
             "name": _named_for("OpenAI", t),
             "description": t.description,
@@ -82,7 +94,7 @@ def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[An
     refuses (see :data:`NAME_RULES`) raises :class:`~toolsift.errors.InvalidToolError`."""
     deferred = set(tool_names("defer", defer))  # not a bare string, read letter by letter
     out: list[AnthropicTool] = []
-    for t in tools:
+    for t in _tools(tools):
         schema = cast(dict[str, object], json_copy(t.parameters, t.name))
         entry: AnthropicTool = {
             "name": _named_for("Anthropic", t),
@@ -99,14 +111,14 @@ def to_anthropic(tools: Iterable[Tool], *, defer: Iterable[str] = ()) -> list[An
 
 def tool_references(tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """Anthropic ``tool_reference`` content blocks, the result of a client-side tool search."""
-    return [{"type": "tool_reference", "tool_name": t.name} for t in tools]
+    return [{"type": "tool_reference", "tool_name": t.name} for t in _tools(tools)]
 
 
 def to_mcp(tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """MCP ``tools/list`` entries (``title``, ``outputSchema`` and annotations included where the
     tool has them)."""
     out = []
-    for t in tools:
+    for t in _tools(tools):
         entry: dict[str, Any] = {"name": t.name}
         if t.title is not None:
             entry["title"] = t.title

@@ -81,10 +81,13 @@ def _listed(caller: Caller) -> Sequence[Any]:
             "[p for p, held in caller.items() if held]"
         )
     try:
-        return list(caller)
+        held = list(caller)
     except TypeError:
         kind = type(caller).__name__
         raise InvalidParameterError(f"caller must be strings, a string or None, not {kind}") from None
+    if isinstance(caller, set | frozenset) and all(isinstance(p, str) for p in held):
+        held.sort()  # a set's order changes from process to process (string hashing): hooks see it
+    return held
 
 
 def _validate(caller: Caller) -> Perms:

@@ -69,6 +69,14 @@ class Hybrid:
     ) -> None:
         if not 0.0 <= number("alpha", alpha) <= 1.0:
             raise InvalidParameterError(f"alpha must be in [0, 1], not {alpha!r}")
+        if rerank is not None and not callable(rerank):
+            raise InvalidParameterError(
+                f"rerank must be a function of (query, hits) or None, not {type(rerank).__name__}"
+            )
+        if embedder is not None and not callable(getattr(embedder, "embed", None)):
+            raise InvalidParameterError(
+                f"embedder must have an embed(texts) method (see toolsift.Embedder), not {type(embedder).__name__}"
+            )
         self.embedder, self.alpha, self.rerank, self.depth = embedder, alpha, rerank, count("depth", depth)
         self.dense: DenseIndex | None = None
         unknown = sorted(set(dense_options or {}) - DENSE_OPTIONS)

@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING
 
 from . import _core
 from .arguments import tool_names
-from .errors import InvalidParameterError, StoreFormatError, StoreUnavailableError
+from .errors import InvalidParameterError
 from .intents import clauses
 from .query import Query, check_text
-from .usage import busy, open_sqlite, positive_number
+from .usage import open_sqlite, positive_number, store_error
 
 if TYPE_CHECKING:
     from .index import Caller, Index
@@ -267,7 +267,7 @@ class Learned:
                     raise
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError as e:
-                raise _store_error(e, self._path) from None
+                raise store_error(e, self._path, "the learned words") from None
             cached = self._weights.get(scope)
             if cached is not None and cached[0] == before:  # only this write since: its tools read again
                 touched = self._db.execute(_TOOLS_ROWS, (scope, json.dumps(list(event)))).fetchall()
@@ -280,7 +280,7 @@ class Learned:
             try:
                 rows = self._db.execute("SELECT DISTINCT scope FROM learned ORDER BY scope").fetchall()
             except sqlite3.DatabaseError as e:
-                raise _store_error(e, self._path) from None
+                raise store_error(e, self._path, "the learned words") from None
         return [str(r[0]) for r in rows]
 
     def weights(self, scope: str) -> dict[str, dict[str, float]]:
@@ -299,7 +299,7 @@ class Learned:
                     "SELECT tool, word, score, updated FROM learned WHERE scope = ? ORDER BY tool, word", (scope,)
                 ).fetchall()
             except sqlite3.DatabaseError as e:
-                raise _store_error(e, self._path) from None
+                raise store_error(e, self._path, "the learned words") from None
         weights = self._heaviest(rows, now)
         with self._lock:
             if len(self._weights) >= WEIGHTS_KEPT and scope not in self._weights:
@@ -353,8 +353,12 @@ class Learned:
 
     def forget(self, scope: str) -> None:
         """Drops every learned word of ``scope``."""
+        scope = check_text("scope", scope)
         with self._lock:
-            self._db.execute("DELETE FROM learned WHERE scope = ?", (check_text("scope", scope),))
+            try:
+                self._db.execute("DELETE FROM learned WHERE scope = ?", (scope,))
+            except sqlite3.DatabaseError as e:
+                raise store_error(e, self._path, "the learned words") from None
 
     def prune(self) -> int:
         """Deletes the rows of every scope aged under half an event's weight (forgotten words,
@@ -364,16 +368,8 @@ class Learned:
             try:
                 return self._db.execute(_PRUNE_ALL, (self._now(), self.half_life_s)).rowcount
             except sqlite3.DatabaseError as e:
-                raise _store_error(e, self._path) from None
+                raise store_error(e, self._path, "the learned words") from None
 
     def close(self) -> None:
         """Closes the database."""
         self._db.close()
-
-
-def _store_error(e: sqlite3.DatabaseError, path: str) -> Exception:
-    """The typed error of a failed read or write of the store: locked past the busy timeout
-    (:class:`~toolsift.errors.StoreUnavailableError`), else damaged (``StoreFormatError``)."""
-    if isinstance(e, sqlite3.OperationalError) and busy(e):
-        return StoreUnavailableError(f"{path}: the store stayed locked by another process ({e})")
-    return StoreFormatError(f"the learned words cannot be read or written ({e})", path=path)

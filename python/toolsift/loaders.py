@@ -191,6 +191,13 @@ def _load(
     for i, item in enumerate(_items(data, what)):
         found = _as_dict(item, i)
         specs.append(spec(found, i))
+        fn = found.get("function")
+        given = [*found, *(fn if isinstance(fn, Mapping) else ())]
+        odd = [k for k in given if not isinstance(k, str)][:1]
+        if odd:  # JSON keys are strings: another would be read as one, or not at all
+            raise CatalogFormatError(
+                f"item {i} has a key that is not a string: {odd[0]!r}", tool=specs[-1]["name"], field=repr(odd[0])
+            )
         skipped = _unread(found)
         access = next((k for k in skipped if k.rpartition(".")[2] in _ACCESS_KEYS), None)
         if access is not None:  # never read: dropped, it would leave the tool public (or not core)

@@ -34,7 +34,7 @@ def check_text(what: str, value: object) -> str:
 
 #: Content block types that carry text: Chat Completions and Anthropic ``text``, Responses
 #: ``input_text`` (user) and ``output_text`` (assistant).
-_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+_TEXT_BLOCKS = ("text", "input_text", "output_text")  # a tuple: a "type" of a list compares unequal
 
 
 def _plain(item: Any) -> Any:
@@ -119,8 +119,8 @@ class Query:
             if (
                 isinstance(weight, bool)
                 or not isinstance(weight, int | float)
+                or not 0 <= weight <= MAX_WEIGHT  # first: an int past the largest float is refused here
                 or not math.isfinite(weight)
-                or not 0 <= weight <= MAX_WEIGHT
             ):
                 raise InvalidParameterError(f"query weight must be a number in [0, {MAX_WEIGHT:g}], not {weight!r}")
             parts.append((str.__str__(text), float(weight)))
@@ -168,9 +168,12 @@ class Query:
         if isinstance(max_user_turns, bool) or not isinstance(max_user_turns, int) or max_user_turns < 0:
             raise InvalidParameterError(f"max_user_turns must be an int >= 0, not {max_user_turns!r}")
         check_text("plan", plan)
-        recent = [] if isinstance(recent_tools, str | bytes) else list(recent_tools)
-        if isinstance(recent_tools, str | bytes) or not all(isinstance(n, str) for n in recent):
+        not_names = isinstance(recent_tools, str | bytes) or not isinstance(recent_tools, Iterable)
+        recent = [] if not_names else list(recent_tools)
+        if not_names or not all(isinstance(n, str) for n in recent):
             raise InvalidParameterError("recent_tools must be a list of tool names (strings)")
+        if isinstance(recent_tools, set | frozenset):
+            recent.sort()  # a set's order changes from process to process (string hashing)
         parts: list[tuple[str, float]] = []
         users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _text(m.get("content"))]
         for distance, i in enumerate(reversed(users[max(len(users) - max_user_turns, 0) :] if max_user_turns else [])):

@@ -54,13 +54,17 @@ def _check_name(name: object) -> str:
     return str.__str__(name)  # a plain str: a subclass could compare or hash as another name
 
 
-def _depth(value: object) -> int:
+def _shape(value: object) -> tuple[int, list[object]]:
     """Nesting depth of objects and arrays in ``value``, counted without recursion and given up
-    on just past :data:`MAX_SCHEMA_DEPTH` (so a cycle ends too)."""
+    on just past :data:`MAX_SCHEMA_DEPTH` (so a cycle ends too), and the first key found that
+    is not a string (``[]``: none), which JSON would turn into one or merge with another."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
         if isinstance(item, Mapping):
+            odd = [k for k in item if not isinstance(k, str)][:1]
+            if odd:
+                return deepest, odd
             children: Iterable[object] = item.values()
         elif isinstance(item, list | tuple):
             children = item
@@ -70,15 +74,18 @@ def _depth(value: object) -> int:
         if level > MAX_SCHEMA_DEPTH:
             break
         stack.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, []
 
 
 def _checked_json(name: str, field: str, value: Mapping[str, Any], error: type[InvalidToolError]) -> dict[str, Any]:
     """A deep copy of ``value`` through JSON, refused (``error``, naming the tool and field) when
     it nests too deeply or is not JSON: NaN, a non-JSON object, an integer past Python's
     int-to-str digit limit, a lone surrogate in a string or key."""
-    if _depth(value) > MAX_SCHEMA_DEPTH:
+    depth, odd = _shape(value)
+    if depth > MAX_SCHEMA_DEPTH:
         raise error(f"{field} nest deeper than {MAX_SCHEMA_DEPTH} levels", tool=name, field=field)
+    if odd:
+        raise error(f"{field} are not valid JSON: the key {odd[0]!r} is not a string", tool=name, field=field)
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as e:

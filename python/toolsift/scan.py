@@ -330,8 +330,9 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
     """
     findings: list[Finding] = []
     seen: dict[str, str] = {}  # skeleton -> first name with it
-    trusted_names = set(tool_names("trusted", trusted))  # a lone string is refused, not read letter by letter
-    for name in trusted_names:
+    trusted_list = tool_names("trusted", trusted)  # a lone string is refused, not read letter by letter
+    trusted_names = set(trusted_list)
+    for name in trusted_list:  # in the order given: the first of two alike trusted names is the one named
         seen.setdefault(skeleton(name), name)
     shadowed: set[str] = set()  # earlier tools already reported as copied
     names: list[str] = []
@@ -342,7 +343,7 @@ def scan(tools: Iterable[Tool], *, trusted: Iterable[str] = ()) -> list[Finding]
         names.append(tool.name)
         findings.extend(_remembered(tool, flagged))
         other = seen.setdefault(skeleton(tool.name), tool.name)
-        if other != tool.name:
+        if other != tool.name and tool.name not in trusted_names:  # two trusted names were both accepted
             findings.append(Finding(tool.name, "name", "shadowing", f"looks like {other!r}"))
             if other not in trusted_names and other not in shadowed:
                 # the look-alike may be the one listed first: the earlier tool is reported too, so

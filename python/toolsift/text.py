@@ -14,9 +14,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import _core
 from ._core import MIN_FIELD_WEIGHT
 from .errors import InvalidParameterError
-from .query import MAX_WEIGHT
+from .query import MAX_WEIGHT, check_text
 from .registry import Tool
 
 FIELDS: tuple[str, ...] = ("name", "description", "parameters", "examples", "search_text", "learned")
@@ -42,6 +43,14 @@ DEFAULT_FIELD_B: Mapping[str, float] = {
 }
 """Length normalisation ``b`` of each field."""
 
+
+def tokenize(text: str) -> list[str]:
+    """The terms the index makes of ``text``: words split (identifiers too), accents folded,
+    lower-cased and stemmed, CJK as bigrams (:class:`InvalidParameterError` for a non-string or
+    a lone surrogate)."""
+    return _core.tokenize(check_text("text", text))
+
+
 MAX_PROPERTY_DEPTH = 3
 _MAX_NESTING = 12  # bound on items/anyOf/oneOf/allOf chains between property levels
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
@@ -56,7 +65,14 @@ def _per_field(
 ) -> list[float]:
     """Per-field values: 0, or a number in ``[lowest, upper]``."""
     values = dict(defaults)
-    overrides = {f: given for f in FIELDS} if isinstance(given, int | float) else (given or {})
+    if given is None:
+        overrides: Mapping[Any, Any] = {}
+    elif isinstance(given, Mapping):
+        overrides = given
+    elif isinstance(given, int | float) and not isinstance(given, bool):
+        overrides = dict.fromkeys(FIELDS, given)
+    else:
+        raise InvalidParameterError(f"{what} must be a number, a mapping of field to number or None, not {given!r}")
     for key, value in overrides.items():
         if key not in values:
             raise InvalidParameterError(f"unknown field {key!r} in {what}; fields are {list(FIELDS)}")

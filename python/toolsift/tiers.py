@@ -208,6 +208,10 @@ class Toolbox:
         for hook in ("before_tool", "after_tool"):
             if getattr(self.hooks, hook) is not None and not callable(getattr(self.hooks, hook)):
                 raise InvalidParameterError(f"Hooks.{hook} must be a function or None")
+        if self.learned is not None and not all(callable(getattr(self.learned, m, None)) for m in ("texts", "observe")):
+            raise InvalidParameterError(
+                f"Toolbox learned must be a toolsift.Learned, not {type(self.learned).__name__}"
+            )
         needs = ("record", "usage_count")
         if self.usage is not None and not all(callable(getattr(self.usage, m, None)) for m in needs):
             raise InvalidParameterError(

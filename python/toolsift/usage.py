@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .arguments import file_path
+from .arguments import file_path, number
 from .errors import InvalidParameterError, MissingExtraError, StoreFormatError, StoreUnavailableError, ToolsiftError
 from .query import check_text
 
@@ -117,6 +117,14 @@ def _check_tables(db: sqlite3.Connection, schema: str, path: str, *, required: b
 
 def busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in str(e) or "busy" in str(e)
+
+
+def store_error(e: sqlite3.DatabaseError, path: str, what: str) -> Exception:
+    """The typed error of a failed read or write of ``what`` in a store: locked past the busy
+    timeout (:class:`~toolsift.errors.StoreUnavailableError`), else damaged (``StoreFormatError``)."""
+    if isinstance(e, sqlite3.OperationalError) and busy(e):
+        return StoreUnavailableError(f"{path}: the store stayed locked by another process ({e})")
+    return StoreFormatError(f"{what} cannot be read or written ({e})", path=path)
 
 
 def _until_free(db: sqlite3.Connection, statement: str, deadline: float) -> None:
@@ -225,6 +233,7 @@ class UsageStore:
             raise InvalidParameterError(f"read_only must be a bool, not {read_only!r}")
         self.read_only = read_only
         self._db = _connect(path, self.read_only)
+        self._path = str(path)
         self._lock = threading.Lock()
 
     def _decay(self, score: float, updated: float, now: float) -> float:
@@ -236,14 +245,28 @@ class UsageStore:
             raise InvalidParameterError("this usage store was opened read-only: it records no call")
         args = (check_text("user", user), check_text("tool", tool), float(self.clock()), self.half_life_s)
         with self._lock:
-            self._db.execute(_RECORD, args)
+            try:
+                self._db.execute(_RECORD, args)
+            except sqlite3.DatabaseError as e:
+                raise store_error(e, self._path, "the usage counts") from None
 
     def score(self, user: str, tool: str) -> float:
-        """The decayed count of ``tool`` for ``user`` now (0 before the warm-up is reached)."""
+        """The decayed count of ``tool`` for ``user`` now (0 before the warm-up is reached, and
+        for a row another program wrote that holds no numbers, which is logged)."""
         key = (check_text("user", user), check_text("tool", tool))
         with self._lock:
-            row = self._db.execute("SELECT score, calls, updated FROM usage WHERE user=? AND tool=?", key).fetchone()
-        if row is None or row[1] < self.warmup:
+            try:
+                row = self._db.execute(
+                    "SELECT score, calls, updated FROM usage WHERE user=? AND tool=?", key
+                ).fetchone()
+            except sqlite3.DatabaseError as e:
+                raise store_error(e, self._path, "the usage counts") from None
+        if row is None:
+            return 0.0
+        if not all(type(x) in (int, float) and math.isfinite(x) for x in row):
+            log.warning("%s: the usage row of %r for %r holds no numbers; counted as no use", self._path, *key)
+            return 0.0
+        if row[1] < self.warmup:
             return 0.0
         return self._decay(row[0], row[2], self.clock())
 
@@ -255,10 +278,15 @@ class UsageStore:
         """How many users the store holds, and for each tool how many of them it counts for
         (past the warm-up), sorted by tool name: what pin suggestions are made of."""
         with self._lock:
-            users = self._db.execute("SELECT COUNT(DISTINCT user) FROM usage").fetchone()[0]
-            rows = self._db.execute(
-                "SELECT tool, COUNT(*) FROM usage WHERE calls >= ? GROUP BY tool ORDER BY tool", (self.warmup,)
-            ).fetchall()
+            try:
+                users = self._db.execute("SELECT COUNT(DISTINCT user) FROM usage").fetchone()[0]
+                rows = self._db.execute(
+                    "SELECT tool, COUNT(*) FROM usage WHERE typeof(calls) IN ('integer', 'real') AND calls >= ?"
+                    " GROUP BY tool ORDER BY tool",
+                    (self.warmup,),
+                ).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise store_error(e, self._path, "the usage counts") from None
         return int(users), {str(tool): int(n) for tool, n in rows}
 
     def close(self) -> None:
@@ -270,7 +298,7 @@ def positive_number(what: str, value: Any) -> float:
     """``value`` as a float if it is a number > 0 (:class:`InvalidParameterError` otherwise)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise InvalidParameterError(f"{what} must be a number > 0, not {value!r}")
-    return float(value)
+    return number(what, value)
 
 
 def _checked(half_life_s: Any, warmup: Any) -> float:
