@@ -121,7 +121,10 @@ def busy(e: sqlite3.OperationalError) -> bool:
 
 def store_error(e: sqlite3.DatabaseError, path: str, what: str) -> Exception:
     """The typed error of a failed read or write of ``what`` in a store: locked past the busy
-    timeout (:class:`~toolsift.errors.StoreUnavailableError`), else damaged (``StoreFormatError``)."""
+    timeout (:class:`~toolsift.errors.StoreUnavailableError`), else damaged (``StoreFormatError``);
+    a store used after :meth:`close` is no damage, and keeps SQLite's ``ProgrammingError``."""
+    if isinstance(e, sqlite3.ProgrammingError):
+        return e
     if isinstance(e, sqlite3.OperationalError) and busy(e):
         return StoreUnavailableError(f"{path}: the store stayed locked by another process ({e})")
     return StoreFormatError(f"{what} cannot be read or written ({e})", path=path)
