@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +219,42 @@ def test_the_caller_can_ride_in_the_runs_own_deps_and_a_run_without_one_fails_cl
         Agent(FunctionModel(Script([TextPart("x")])), toolsets=[ToolsiftToolset()]).run_sync("help", deps="nobody")
     with pytest.raises(InvalidParameterError, match="Toolbox"):
         ToolsiftToolset("not a toolbox")  # type: ignore[arg-type]
+
+
+def test_a_toolset_shared_by_runs_serves_each_run_its_own_toolboxs_definitions() -> None:
+    """A run switched out right after the toolset noted its toolbox, another run going on in
+    between (a thread switch, forced here with a trace function), still gets its own tools."""
+    shared = ToolsiftToolset()
+    order = ts.Toolbox(ts.Catalog([ts.Tool("lookup", "Look up an order")]))
+    invoice = ts.Toolbox(ts.Catalog([ts.Tool("lookup", "Look up an invoice")]))
+
+    def run(box: ts.Toolbox) -> dict[str, Any]:
+        step = shared.get_tools(RunContext(deps=box, model=TestModel(), usage=RunUsage()))
+        with pytest.raises(StopIteration) as done:
+            step.send(None)  # get_tools awaits nothing: one step runs it to the end
+        return done.value.value  # type: ignore[no-any-return]
+
+    lines, first = inspect.getsourcelines(ToolsiftToolset.get_tools)
+    switch = first + next(i for i, line in enumerate(lines) if "made =" in line)
+    meanwhile: list[dict[str, Any]] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not ToolsiftToolset.get_tools.__code__:
+            return None
+        if event == "line" and frame.f_lineno == switch and frame.f_locals["box"] is order and not meanwhile:
+            meanwhile.append(run(invoice))
+        return tracer
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        tools = run(order)
+    finally:
+        sys.settrace(before)
+    assert meanwhile, "the other run did not happen in between"
+    assert tools["lookup"].tool_def.description == "Look up an order"
+    assert meanwhile[0]["lookup"].tool_def.description == "Look up an invoice"
+    assert run(order)["lookup"].tool_def.description == "Look up an order"
 
 
 def test_the_strategy_ranks_only_the_callers_tools_within_the_corpus() -> None:
