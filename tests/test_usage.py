@@ -136,7 +136,7 @@ def test_a_tool_counts_only_after_the_warm_up_and_per_user(make_store: Store) ->
 @pytest.mark.parametrize(
     "options",
     [{"half_life_s": "x"}, {"half_life_s": None}, {"half_life_s": 0}, {"half_life_s": float("nan")},
-     {"half_life_s": True}, {"warmup": "3"}, {"warmup": -1}, {"warmup": 1.5}],
+     {"half_life_s": True}, {"warmup": "3"}, {"warmup": -1}, {"warmup": 1.5}, {"clock": "x"}],
 )  # fmt: skip
 def test_bad_store_options_are_parameter_errors(make_store: Store, options: dict[str, Any]) -> None:
     with pytest.raises(InvalidParameterError):
@@ -150,6 +150,9 @@ def test_users_and_tools_that_are_not_text_are_parameter_errors(make_store: Stor
         store.record(user, tool)
     with pytest.raises(InvalidParameterError):
         store.score(user, tool)
+    if user == "ann":
+        with pytest.raises(InvalidParameterError):
+            store.usage_count(user)(tool)
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:6379", "", 5, "redis://127.0.0.1:notaport"])
@@ -157,6 +160,102 @@ def test_a_bad_redis_url_is_a_parameter_error(url: Any) -> None:
     pytest.importorskip("redis")
     with pytest.raises(InvalidParameterError, match="url"):
         ts.RedisUsageStore(url).score("ann", "x")
+
+
+@pytest.mark.parametrize(
+    "options, field",
+    [({"timeout_s": "1"}, "timeout_s"), ({"timeout_s": -1}, "timeout_s"), ({"timeout_s": float("nan")}, "timeout_s"),
+     ({"timeout_s": float("inf")}, "timeout_s"), ({"timeout_s": True}, "timeout_s"),
+     ({"prefix": "acme:eu"}, "prefix")],
+)  # fmt: skip
+def test_bad_redis_store_options_are_parameter_errors(options: dict[str, Any], field: str) -> None:
+    """A bad timeout used to fail every record after the store was made; a prefix holding the
+    key separator could share keys with another prefix's users ("a:usage:b" + user "c" and "a"
+    + user "b:usage:c")."""
+    pytest.importorskip("redis")
+    with pytest.raises(InvalidParameterError, match=field):
+        ts.RedisUsageStore("redis://127.0.0.1:1/0", **options)
+
+
+@pytest.mark.parametrize(
+    "stored", ["nan 5 1", "inf 5 1", "1e400 5 1", "1 99999999999999999999 1", "1  5 1", "abc", "5 \u0663 1"]
+)
+def test_a_field_another_program_wrote_counts_as_no_use_and_the_next_call_replaces_it(
+    redis_server: RedisServer, stored: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A field that is not a row as the store writes it (not finite, calls past 2**53, other
+    spacing or digits) is read as no use, logged, as SQLite reads a row without numbers; a NaN
+    used to make every plan of the user raise ValueError, and other fields made the record
+    script fail, so that the user's calls of the tool were dropped for good."""
+    import redis
+
+    redis.Redis.from_url(redis_server.url).hset("toolsift:usage:ann", "search", stored)
+    store = ts.RedisUsageStore(redis_server.url, warmup=0, half_life_s=1e9)
+    try:
+        with caplog.at_level("WARNING", logger="toolsift"):
+            assert store.score("ann", "search") == 0 and store.usage_count("ann")("search") == 0
+        assert "not a usage row" in caplog.text
+        options = ts.ToolTierOptions(core=["search"], usage_count=store.usage_count("ann"))
+        box = ts.Toolbox(ts.Catalog([ts.Tool("search", "Search the docs")]), tiers=options)
+        assert "search" in [t["function"]["name"] for t in box.tools()]
+        for _ in range(3):
+            store.record("ann", "search")
+        assert store.score("ann", "search") == pytest.approx(3) and store.queued == 0
+    finally:
+        store.close()
+
+
+def test_a_score_no_call_could_make_is_held_to_a_count_rather_than_overflow(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    import redis
+
+    sqlite = ts.UsageStore(tmp_path / "usage.sqlite", warmup=0)
+    sqlite.record("ann", "search")
+    with sqlite3.connect(tmp_path / "usage.sqlite") as db:
+        db.execute("UPDATE usage SET score = 1e306")
+    redis.Redis.from_url(redis_server.url).hset("toolsift:usage:ann", "search", "1e306 5 1")
+    shared = ts.RedisUsageStore(redis_server.url, warmup=0, half_life_s=float("inf"))
+    try:
+        for store in (sqlite, shared):
+            assert store.usage_count("ann")("search") == 2**62
+    finally:
+        shared.close()
+        sqlite.close()
+
+
+def test_a_client_that_decodes_responses_reads_bytes_it_cannot_decode_as_no_use(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    import redis
+
+    redis.Redis.from_url(redis_server.url).hset("toolsift:usage:ann", b"\xff", b"\xfe 5 1")
+    store = ts.RedisUsageStore(redis.Redis.from_url(redis_server.url, decode_responses=True), warmup=0)
+    try:
+        with caplog.at_level("WARNING", logger="toolsift"):
+            assert store.scores("ann") == {} and store.score("ann", "search") == 0
+            assert store.usage_count("ann")("search") == 0
+        assert "not a usage hash" in caplog.text
+        store.record("bob", "search")  # the connection that failed to decode is not left half read
+        assert set(store.scores("bob")) == {"search"}
+    finally:
+        store.close()
+
+
+def test_closing_a_store_that_cannot_reach_its_server_says_how_many_calls_are_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pytest.importorskip("redis")
+    from redis_support import free_port
+
+    store = ts.RedisUsageStore(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.2)
+    with caplog.at_level("WARNING", logger="toolsift"):
+        for tool in ("a", "b", "a"):
+            store.record("ann", tool)
+        store.close()
+    assert "closed with 3 call(s) the server did not take" in caplog.text
 
 
 def test_calls_recorded_while_redis_is_down_are_written_once_it_is_back(tmp_path: Path) -> None:

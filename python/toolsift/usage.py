@@ -23,6 +23,7 @@ import itertools
 import logging
 import math
 import os
+import re
 import secrets
 import sqlite3
 import threading
@@ -216,8 +217,8 @@ class UsageStore:
             file beside it while reading.
 
     Raises:
-        InvalidParameterError: ``half_life_s`` is not a number > 0, ``warmup`` not an int >= 0, or
-            ``read_only`` not a bool.
+        InvalidParameterError: ``half_life_s`` is not a number > 0, ``warmup`` not an int >= 0,
+            ``clock`` not callable, or ``read_only`` not a bool.
         StoreFormatError: ``path`` is not a SQLite database, or cannot be created (read-only: is
             not a file holding the usage table).
     """
@@ -231,7 +232,7 @@ class UsageStore:
         clock: Callable[[], float] = time.time,
         read_only: bool = False,
     ) -> None:
-        self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup), warmup, clock
+        self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup, clock), warmup, clock
         if not isinstance(read_only, bool):
             raise InvalidParameterError(f"read_only must be a bool, not {read_only!r}")
         self.read_only = read_only
@@ -275,7 +276,7 @@ class UsageStore:
 
     def usage_count(self, user: str) -> Callable[[str], int]:
         """A ``usage_count(name) -> int`` for :class:`~toolsift.ToolTierOptions`, for one user."""
-        return lambda tool: round(self.score(user, tool) * 1000)
+        return lambda tool: milli(self.score(user, tool))
 
     def reach(self) -> tuple[int, dict[str, int]]:
         """How many users the store holds, and for each tool how many of them it counts for
@@ -297,6 +298,15 @@ class UsageStore:
         self._db.close()
 
 
+def milli(score: float) -> int:
+    """``score`` in thousandths, as ``usage_count`` gives it: a score no call could have made
+    (another program's row) is held at ±2**62 rather than overflow."""
+    return round(max(min(score * 1000, _MOST_MILLI), -_MOST_MILLI))
+
+
+_MOST_MILLI = float(2**62)
+
+
 def positive_number(what: str, value: Any) -> float:
     """``value`` as a float if it is a number > 0 (:class:`InvalidParameterError` otherwise)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
@@ -304,10 +314,12 @@ def positive_number(what: str, value: Any) -> float:
     return number(what, value)
 
 
-def _checked(half_life_s: Any, warmup: Any) -> float:
+def _checked(half_life_s: Any, warmup: Any, clock: Any) -> float:
     positive_number("half_life_s", half_life_s)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise InvalidParameterError(f"warmup must be an int >= 0, not {warmup!r}")
+    if not callable(clock):
+        raise InvalidParameterError(f"clock must be a function returning seconds, not {type(clock).__name__}")
     return float(half_life_s)
 
 
@@ -323,8 +335,11 @@ def _decay(score: float, updated: float, now: float, half_life_s: float) -> floa
 # trip through text to the bit and one read fetches every tool of a user. Each record carries
 # its store's sequence number, kept as a high-water mark (KEYS[2], one key per store, expiring
 # SENT_TTL_S after its last write): a batch sent again after its reply was lost (a timeout or a
-# dropped connection after the server applied it) is not counted twice.
+# dropped connection after the server applied it) is not counted twice. A stored value that is
+# not such a row (another program's; see ``_row``, the same grammar) is replaced by the call's,
+# as SQLite's statement replaces a row without numbers.
 _RECORD_LUA = """
+local MOST_CALLS = 9007199254740992
 local seq = tonumber(ARGV[4])
 if seq <= tonumber(redis.call('GET', KEYS[2]) or '0') then
   return redis.call('HGET', KEYS[1], ARGV[1])
@@ -334,12 +349,13 @@ local now, half = tonumber(ARGV[2]), tonumber(ARGV[3])
 local added, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 local score, calls, updated = added, n, now
-if old then
-  local s, c, u = string.match(old, '^(%S+) (%S+) (%S+)$')
-  local before = tonumber(u)
-  score = tonumber(s) * math.pow(0.5, math.max(now - before, 0) / half) + added
-  calls = tonumber(c) + n
-  updated = math.max(before, now)
+local s, c, u = string.match(old or '', '^([-+.%deE]+) (%d+) ([-+.%deE]+)$')
+s, c, u = tonumber(s), tonumber(c), tonumber(u)
+local function finite(x) return x and x == x and x ~= math.huge and x ~= -math.huge end
+if finite(s) and finite(u) and c and c <= MOST_CALLS then
+  score = s * math.pow(0.5, math.max(now - u, 0) / half) + added
+  calls = c + n
+  updated = math.max(u, now)
 end
 local written = string.format('%.17g %d %.17g', score, calls, updated)
 redis.call('HSET', KEYS[1], ARGV[1], written)
@@ -412,7 +428,7 @@ class RedisUsageStore:
     Args:
         url: ``redis://[:password@]host:port/db``, ``rediss://`` (TLS) or ``unix://`` URL; or a
             ``redis.Redis`` client.
-        prefix: Namespace of the keys, so several deployments can share one server.
+        prefix: Namespace of the keys, so several deployments can share one server (no ``:``).
         half_life_s: As for :class:`UsageStore`.
         warmup: As for :class:`UsageStore`.
         clock: As for :class:`UsageStore`.
@@ -420,7 +436,8 @@ class RedisUsageStore:
             unreachable.
 
     Raises:
-        InvalidParameterError: A bad ``half_life_s``, ``warmup``, ``prefix`` or ``url``.
+        InvalidParameterError: A bad ``half_life_s``, ``warmup``, ``clock``, ``prefix``, ``url``
+            or ``timeout_s``.
     """
 
     def __init__(
@@ -433,9 +450,10 @@ class RedisUsageStore:
         clock: Callable[[], float] = time.time,
         timeout_s: float = 1.0,
     ) -> None:
-        self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup), warmup, clock
-        if not isinstance(prefix, str) or not prefix:
-            raise InvalidParameterError(f"prefix must be a non-empty string, not {prefix!r}")
+        self.half_life_s, self.warmup, self.clock = _checked(half_life_s, warmup, clock), warmup, clock
+        if not isinstance(prefix, str) or not prefix or ":" in prefix:
+            # "a:usage:b" for user "c" and "a" for user "b:usage:c" would share a key
+            raise InvalidParameterError(f"prefix must be a non-empty string without ':', not {prefix!r}")
         self.prefix = check_text("prefix", prefix)
         self._redis = redis_client(url, timeout_s)
         self._script = self._redis.register_script(_RECORD_LUA)
@@ -651,7 +669,9 @@ class RedisUsageStore:
                     return rows
                 except (redis.ConnectionError, redis.TimeoutError) as e:
                     self._down(e)
-                except redis.ResponseError as e:  # the key holds something else (another program's)
+                except (redis.ResponseError, redis.DataError, UnicodeDecodeError) as e:
+                    # the key holds something else (another program's), or bytes a client that
+                    # decodes answers cannot decode (the client closes that connection)
                     log.warning("usage store: %s is not a usage hash, read as no calls: %s", self._key(user), e)
                     return {}
             return self._estimates(user, tool)
@@ -682,19 +702,23 @@ class RedisUsageStore:
         cache: dict[str, Any] = {"at": -math.inf, "seen": None, "scores": {}}
 
         def count(tool: str) -> int:
+            check_text("tool", tool)
             seen = (self._writes, self._recorded)
             if time.monotonic() - cache["at"] > USAGE_COUNT_TTL_S or cache["seen"] != seen:
                 cache.update(scores=self.scores(user), at=time.monotonic(), seen=seen)
-            return round(float(cache["scores"].get(tool, 0.0)) * 1000)
+            return milli(float(cache["scores"].get(tool, 0.0)))
 
         return count
 
     def close(self) -> None:
-        """Writes what it can of the queued records and closes the connection."""
+        """Writes what it can of the queued records and closes the connection; calls the server
+        could not take are lost, and logged as an error with their number."""
         self._check_fork()
         with self._lock:
             self._retry_at = 0.0
             self._flush()
+            if self._count:
+                log.error("usage store closed with %d call(s) the server did not take; they are lost", self._count)
         self._redis.close()
 
 
@@ -733,24 +757,38 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
 
 
 def _row(value: object) -> tuple[float, int, float] | None:
-    """A stored ``score calls updated`` field; ``None`` (logged, read as no calls) for one that
-    is not, such as a field another program wrote."""
+    """A stored ``score calls updated`` field (finite numbers, calls a whole number up to
+    2**53, one space apart: the grammar the record script reads); ``None`` (logged, read as no
+    calls) for one that is not, such as a field another program wrote."""
     try:
-        text = value.decode() if isinstance(value, bytes) else value
-        score, calls, updated = text.split()  # type: ignore[attr-defined]
-        return float(score), int(calls), float(updated)
-    except (AttributeError, UnicodeDecodeError, ValueError) as e:
-        log.warning("usage store: a field that is not a usage row is ignored (%r): %s", value, e)
+        text = value.decode("ascii") if isinstance(value, bytes) else value
+    except UnicodeDecodeError:
+        text = None
+    found = _ROW.fullmatch(text) if isinstance(text, str) else None
+    try:
+        row = (float(found[1]), int(found[2]), float(found[3])) if found else None
+    except ValueError:  # characters of a number, not one
+        row = None
+    if row is None or not (math.isfinite(row[0]) and math.isfinite(row[2]) and row[1] <= _MOST_CALLS):
+        log.warning("usage store: a field that is not a usage row (finite score, calls, updated) is ignored: %r", value)
         return None
+    return row
+
+
+_ROW = re.compile(r"([-+.0-9eE]+) ([0-9]+) ([-+.0-9eE]+)", re.ASCII)
+_MOST_CALLS = 2**53
 
 
 def redis_client(url: Any, timeout_s: float = 1.0) -> Any:
     """A ``redis.Redis`` for ``url`` (returned as it is when it already is a client).
 
     Raises:
-        InvalidParameterError: ``url`` is not a ``redis://``, ``rediss://`` or ``unix://`` URL.
+        InvalidParameterError: ``url`` is not a ``redis://``, ``rediss://`` or ``unix://`` URL,
+            or ``timeout_s`` is not a finite number of seconds > 0.
     """
     redis = redis_module()
+    if not math.isfinite(positive_number("timeout_s", timeout_s)):
+        raise InvalidParameterError(f"timeout_s must be a finite number of seconds, not {timeout_s!r}")
     if isinstance(url, redis.Redis):
         return url
     if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
