@@ -32,10 +32,11 @@ lock_ttl = 1.0
 {upstreams(f"url = {json.dumps(files_url)}", weather_url)}"""
 
 
-def serve_http(script: str) -> tuple[subprocess.Popen[bytes], str]:
+def serve_http(script: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
     """An upstream test server over streamable HTTP on a free loopback port, once it listens."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVERS / script), "--port", str(port)], stderr=subprocess.DEVNULL)
+    command = [sys.executable, str(SERVERS / script), "--port", str(port), *args]
+    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:

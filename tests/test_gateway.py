@@ -300,6 +300,8 @@ def test_toolsift_serve_over_stdio(weather_url: str, tmp_path: Path) -> None:
         ("[gateway]\nlog = 'g.db'\nusage = 'g.db'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
         ("[gateway]\nlog = 'g.db-wal'\nusage = 'g.db'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
         ("[gateway]\nlog = 'g.jsonl'\nusage = 'g.jsonl.1'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
+        ("[servers.a]\ncommand = ''\n", "servers.a.command"),
+        ("[servers.a]\ncommand = '  '\n", "servers.a.command"),
     ],
 )
 def test_config_errors_name_the_field(text: str, field: str) -> None:
@@ -308,6 +310,24 @@ def test_config_errors_name_the_field(text: str, field: str) -> None:
     with pytest.raises(GatewayConfigError) as e:
         parse(tomllib.loads(text), "g.toml")
     assert e.value.field == field and "g.toml" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"servers": {5: {"command": "x"}}}, "servers"),
+        ({"servers": {"a": {"command": "x", "env": {1: "y"}}}}, "servers.a.env"),
+        ({"servers": {"a": {"command": "x", "headers": {b"k": "v"}}}}, "servers.a.headers"),
+        ({"servers": {"a": {"command": "x"}}, "callers": {7: {"token": "a-long-token"}}}, "callers"),
+        ({"servers": {"a": {"command": "x"}}, ("gateway",): {}}, ""),
+    ],
+)
+def test_a_table_given_from_python_with_a_key_that_is_not_a_string_names_it(data: Any, field: str) -> None:
+    """:func:`parse` takes tables from Python too; a key TOML cannot write raised TypeError, or
+    went through to the upstream's environment."""
+    with pytest.raises(GatewayConfigError, match="keys must be strings") as e:
+        parse(data)
+    assert e.value.field == field
 
 
 def test_config_file_errors(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ against a real gateway, real upstream servers and real client connections on loo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import hashlib
@@ -12,6 +13,7 @@ import socket
 import sqlite3
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ import anyio
 import httpx2
 
 import toolsift as ts
+from cluster_support import serve_http
 from gateway_support import ALICE, BOB, ROOT, SERVERS, call, config_text, eventually, running, search, session, text_of
 from toolsift import cli
 from toolsift.errors import GatewayConfigError
@@ -194,7 +197,7 @@ def test_one_caller_cannot_open_every_session(weather_url: str, tmp_path: Path) 
 def test_an_upstream_that_never_answers_initialize_is_restarted() -> None:
     config = ServerConfig("mute", command=sys.executable, args=(str(SERVERS / "raw_server.py"), "--mute"))
 
-    async def listed(server: str, tools: list[Any]) -> None:
+    async def listed(server: str, tools: list[Any], refused: list[Any]) -> None:
         raise AssertionError("a mute server lists nothing")
 
     upstream = Upstream(config, listed, connect_timeout=0.5)
@@ -226,7 +229,7 @@ def test_each_http_connection_closes_its_http_client(weather_url: str, monkeypat
     monkeypatch.setattr(httpx2, "AsyncClient", Recorded)
     listings: list[list[str]] = []
 
-    async def listed(server: str, tools: list[Any]) -> None:
+    async def listed(server: str, tools: list[Any], refused: list[Any]) -> None:
         listings.append([t.name for t in tools])
 
     upstream = Upstream(ServerConfig("weather", url=weather_url), listed)
@@ -260,16 +263,27 @@ def test_rules_match_whatever_the_case_of_the_name() -> None:
     assert permissions_of(config, "raw", "raw__Delete_file", None) == (("admin", "raw"), False)
 
 
-def test_one_undecodable_description_costs_only_that_tool(tmp_path: Path) -> None:
-    text = f"""
-[gateway]
-port = 0
-log = {json.dumps(str(tmp_path / "gateway.jsonl"))}
-[servers.raw]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(SERVERS / "raw_server.py"))}]
-"""
-    with running(text, tmp_path) as gateway:
+@contextlib.contextmanager
+def _raw_config(transport: str, tmp_path: Path, *args: str) -> Iterator[str]:
+    """A gateway config (event log in ``tmp_path``) whose one upstream, ``raw``, is
+    tests/mcp_servers/raw_server.py with ``args``, over stdio or over HTTP (started here, on a
+    free loopback port)."""
+    head = f"[gateway]\nport = 0\nlog = {json.dumps(str(tmp_path / 'gateway.jsonl'))}\n[servers.raw]\n"
+    if transport == "stdio":
+        argv = json.dumps([str(SERVERS / "raw_server.py"), *args])
+        yield f"{head}command = {json.dumps(sys.executable)}\nargs = {argv}\n"
+        return
+    proc, url = serve_http("raw_server.py", *args)
+    try:
+        yield f"{head}url = {json.dumps(url)}\n"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_one_undecodable_description_costs_only_that_tool(transport: str, tmp_path: Path) -> None:
+    with _raw_config(transport, tmp_path) as text, running(text, tmp_path) as gateway:
         assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt"]
         assert gateway.upstreams["raw"].restarts == 0
 
@@ -277,10 +291,60 @@ args = [{json.dumps(str(SERVERS / "raw_server.py"))}]
             async with session(gateway, None) as client:
                 assert await search(client, "facts about basalt", 1) == ["raw__lookup_basalt"]
                 assert text_of(await call(client, "raw__lookup_basalt", {})) == "facts from lookup_basalt"
+                # a result that cannot be written to the client is a tool error, not a lost answer
+                broken = await call(client, "raw__lookup_basalt", {"broken": True})
+                assert broken.is_error and "raw" in text_of(broken)
+                if transport == "stdio":
+                    assert "not valid Unicode" in text_of(broken)
+                assert text_of(await call(client, "raw__lookup_amber", {})) == "facts from lookup_amber"
 
         anyio.run(scenario)
     events = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().split("\n") if line]
     assert [e["tool"] for e in events if e["event"] == "invalid_tool"] == ["broken"]
+    assert [e["outcome"] for e in events if e["event"] == "call"] == ["ok", "error", "ok"]
+
+
+def _malformed_listing(path: Path) -> None:
+    """Two good tools between definitions the SDK refuses, each of which alone failed the whole
+    listing, so the upstream reconnected forever and served nothing."""
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(100):  # 201 levels: past what a tool may nest, and past the SDK's JSON parser
+        deep = {"type": "object", "properties": {"x": deep}}
+    good = {"type": "object", "properties": {"q": {"type": "string"}}}
+    listing = [
+        {"name": "lookup_amber", "description": "Look up facts about amber.", "inputSchema": good},
+        {"name": "text_schema", "description": "A schema that is a string.", "inputSchema": "object"},
+        {"name": "null_schema", "description": "A schema that is null.", "inputSchema": None},
+        {"name": "list_schema", "description": "A schema that is a list.", "inputSchema": []},
+        {"name": 5, "description": "A name that is a number.", "inputSchema": good},
+        {"name": "number_text", "description": 7, "inputSchema": good},
+        {"name": "deep_schema", "description": "A schema 201 levels deep.", "inputSchema": deep},
+        "not a tool",
+        {"name": "lookup_basalt", "description": "Look up facts about basalt.", "inputSchema": good},
+    ]
+    path.write_text(json.dumps(listing))
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_one_malformed_definition_costs_only_that_tool(transport: str, tmp_path: Path) -> None:
+    listing = tmp_path / "listing.json"
+    _malformed_listing(listing)
+    with _raw_config(transport, tmp_path, "--listing", str(listing)) as text, running(text, tmp_path) as gateway:
+        assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt"]
+        assert gateway.upstreams["raw"].restarts == 0 and gateway.upstreams["raw"].status == "ready"
+
+        async def scenario() -> None:
+            async with session(gateway, None) as client:
+                assert await search(client, "facts about basalt", 1) == ["raw__lookup_basalt"]
+                assert text_of(await call(client, "raw__lookup_basalt", {"q": "x"})) == "facts from lookup_basalt"
+
+        anyio.run(scenario)
+    events = [json.loads(line) for line in (tmp_path / "gateway.jsonl").read_text().split("\n") if line]
+    refused = {e["tool"]: e["error"] for e in events if e["event"] == "invalid_tool"}
+    assert sorted(refused) == ["#4", "#7", "deep_schema", "list_schema", "null_schema", "number_text", "text_schema"]
+    assert refused["text_schema"].startswith("inputSchema: ") and refused["#4"].startswith("name: ")
+    assert refused["deep_schema"] == "inputSchema nests deeper than 100 levels"
+    assert all(len(error) < 200 for error in refused.values())  # a reason, not pydantic's whole text
 
 
 # -- 17. the log is bounded ------------------------------------------------------------------------
@@ -318,6 +382,15 @@ def test_callers_with_the_same_permissions_share_one_listing(gateway: Gateway) -
             first, second = await a.list_tools(), await b.list_tools()
             assert [t.name for t in first.tools] == [t.name for t in second.tools]
         assert len(gateway.version.listings) == len(gateway.listing_keys()) == 3  # none per session
+
+    anyio.run(scenario)
+
+
+def test_an_unknown_name_is_not_echoed_whole(gateway: Gateway) -> None:
+    async def scenario() -> None:
+        async with session(gateway, ALICE) as client:
+            for result in (await call(client, "n" * 100_000, {}), await client.call_tool("n" * 100_000, {})):
+                assert result.is_error and text_of(result) == "Unknown tool: " + "n" * 256 + "…"
 
     anyio.run(scenario)
 
@@ -437,6 +510,29 @@ def test_a_name_that_folds_like_another_costs_that_tool_not_every_reindex(tmp_pa
     assert [(e["tool"], e["error"]) for e in invalid] == [
         ("evil__ｒｅａｄ", "duplicate name (folds like 'evil__read')")
     ]
+
+
+def test_the_catalog_does_not_depend_on_which_upstream_answered_first() -> None:
+    """Two upstreams listing the same tool rank it alike; before, the one listed first came first,
+    so the same listings gave other answers after a restart in which the other upstream was
+    faster, and a tool a server added later went to the end of the catalog."""
+    config = parse({"servers": {"beta": {"command": "x"}, "alpha": {"command": "x"}}})
+    mirror = [_listed("lookup", "Look up facts about minerals")]
+    orders = []
+    for first, second in (("alpha", "beta"), ("beta", "alpha")):
+        gateway = Gateway(config)
+
+        async def scenario(gateway: Gateway = gateway, first: str = first, second: str = second) -> list[list[str]]:
+            await gateway.apply(first, mirror)
+            await gateway.apply(second, mirror)
+            await gateway.apply("alpha", [_listed("zircon", "Look up facts about zircon"), *mirror])
+            listing = await gateway.listing(gateway._callers()[0])
+            found = listing.toolbox.search_tools({"query": "look up facts about minerals", "limit": 3})
+            return [[t.name for t in found], [t.name for t in listing.tools]]
+
+        orders.append(anyio.run(scenario))
+    assert orders[0] == orders[1]
+    assert orders[0][0][:2] == ["beta__lookup", "alpha__lookup"]  # alike: in the config's order
 
 
 def test_a_lone_surrogate_in_a_title_costs_that_tool_and_is_digested() -> None:

@@ -54,7 +54,7 @@ def _check_name(name: object) -> str:
     return str.__str__(name)  # a plain str: a subclass could compare or hash as another name
 
 
-def _shape(value: object) -> tuple[int, list[object]]:
+def json_shape(value: object) -> tuple[int, list[object]]:
     """Nesting depth of objects and arrays in ``value``, counted without recursion and given up
     on just past :data:`MAX_SCHEMA_DEPTH` (so a cycle ends too), and the first key found that
     is not a string (``[]``: none), which JSON would turn into one or merge with another."""
@@ -81,7 +81,7 @@ def _checked_json(name: str, field: str, value: Mapping[str, Any], error: type[I
     """A deep copy of ``value`` through JSON, refused (``error``, naming the tool and field) when
     it nests too deeply or is not JSON: NaN, a non-JSON object, an integer past Python's
     int-to-str digit limit, a lone surrogate in a string or key."""
-    depth, odd = _shape(value)
+    depth, odd = json_shape(value)
     if depth > MAX_SCHEMA_DEPTH:
         raise error(f"{field} nest deeper than {MAX_SCHEMA_DEPTH} levels", tool=name, field=field)
     if odd:

@@ -221,7 +221,14 @@ class _Reader:
     def table(self, data: Any, where: str) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             raise self.fail(f"must be a table, not {type(data).__name__}", where)
+        self.string_keys(data, where)
         return dict(data)
+
+    def string_keys(self, data: Mapping[Any, Any], where: str) -> None:
+        """Refuses a key that is not a string (a table given to :func:`parse` from Python)."""
+        odd = next((k for k in data if not isinstance(k, str)), None)
+        if odd is not None:
+            raise self.fail(f"keys must be strings, not {type(odd).__name__} {odd!r:.80}", where)
 
     def take(
         self, data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any = None
@@ -246,6 +253,7 @@ class _Reader:
         value = self.take(data, key, Mapping, where)
         if value is None:
             return None
+        self.string_keys(value, f"{where}.{key}")
         if not all(isinstance(v, str) for v in value.values()):
             raise self.fail("values must be strings", f"{where}.{key}")
         return dict(value)
@@ -269,6 +277,8 @@ def _server(r: _Reader, name: str, data: Any) -> ServerConfig:
     command, url = r.take(d, "command", str, where), r.take(d, "url", str, where)
     if (command is None) == (url is None):
         raise r.fail("needs exactly one of 'command' (stdio) or 'url' (streamable HTTP)", where)
+    if command is not None and not command.strip():
+        raise r.fail("must name a program, not be empty", f"{where}.command")
     if url is not None and not url.lower().startswith(("http://", "https://")):
         raise r.fail(f"must be an http:// or https:// URL (streamable HTTP), not {url!r}", f"{where}.url")
     timeout = r.take(d, "timeout", (int, float), where)

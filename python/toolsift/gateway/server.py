@@ -46,7 +46,7 @@ from ..errors import (
 from ..index import Index
 from ..learning import Learned
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
-from ..registry import Catalog, Tool, check_tool_text, folded_name
+from ..registry import MAX_NAME_CHARS, Catalog, Tool, check_tool_text, folded_name
 from ..tiers import Toolbox, ToolTierOptions, usage_key
 from ..usage import Usage, UsageStore
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
@@ -265,28 +265,29 @@ class Gateway:
             item = replace(item, title=title, parameters=parameters, output_schema=output)
         return Entry(server, tool.name, item, digest(tool), hidden, cut_from)
 
-    async def apply(self, server: str, tools: list[types.Tool]) -> None:
+    async def apply(self, server: str, tools: list[types.Tool], refused: Iterable[Mapping[str, str]] = ()) -> None:
         """Applies a complete listing of ``server``: adds, removes and updates only what changed.
-        In a cluster, only the lister applies listings; the others keep the latest of each
-        server, for the day they become the lister."""
+        ``refused`` names the listed tools its connection left out as malformed (logged as
+        ``invalid_tool``, like the tools refused here). In a cluster, only the lister applies
+        listings; the others keep the latest of each server, for the day they become the lister."""
         self._listed[server] = tools
         if self.replication is not None and not self.replication.cluster.leading:
             await self.replication.listed(server, tools)
             return
-        await self._apply(server, tools)
+        await self._apply(server, tools, refused)
 
-    async def _apply(self, server: str, tools: list[types.Tool]) -> None:
+    async def _apply(self, server: str, tools: list[types.Tool], refused: Iterable[Mapping[str, str]] = ()) -> None:
         async with self._lock:
             before = self._tables_now()
             fresh: dict[str, Entry] = {}
-            invalid: list[dict[str, Any]] = []
+            invalid: list[dict[str, Any]] = [{"server": server, **r} for r in refused]
             # names as the catalog tells them apart (NFKC): a name that folds like another
             # server's tool, or like one already listed here, would fail the whole index build
             taken = {folded_name(n): n for n, e in self._table.items() if e.server != server}
             for tool in tools:
                 try:
                     entry = self._entry(server, tool)
-                except ToolsiftError as e:  # one bad definition costs that tool, not the listing
+                except (ToolsiftError, ValueError) as e:  # one bad definition costs that tool, not the listing
                     invalid.append({"server": server, "tool": getattr(tool, "name", "?"), "error": str(e)})
                     continue
                 name, key = entry.tool.name, folded_name(entry.tool.name)
@@ -374,6 +375,10 @@ class Gateway:
     async def _swap(self) -> None:
         started = time.perf_counter()
         live = {n: e for n, e in self._table.items() if not (e.hidden or e.placeholder) and n not in self._held}
+        # in the config's server order, each server's tools by name: the catalog (and so the order of
+        # tools that rank alike, and of listings) is the same whichever upstream answered first
+        rank = {s.name: i for i, s in enumerate(self.config.servers)}
+        live = dict(sorted(live.items(), key=lambda item: (rank.get(item[1].server, len(rank)), item[0])))
         catalog = Catalog(e.tool for e in live.values())
         held = {n: (self._table[n].digest, e.digest) for n, e in self._held.items() if n in self._table}
         reviews = {n: self._held[n].tool.definition() for n in held if not self._held[n].placeholder}
@@ -774,7 +779,10 @@ class Gateway:
                 except Exception:  # the call ran: its result goes back, only the count is lost
                     log.warning("usage of %r not recorded", target, exc_info=True)
         except UnknownToolError:
-            outcome, result = "unknown", _error(f"Unknown tool: {target}")
+            # a name no tool may have is not echoed whole (an answer a client could make huge)
+            named = str(target)
+            named = named if len(named) <= MAX_NAME_CHARS else named[:MAX_NAME_CHARS] + "…"
+            outcome, result = "unknown", _error(f"Unknown tool: {named}")
         except InvalidParameterError as e:
             outcome, result = "invalid", _error(str(e))
         except UpstreamError as e:

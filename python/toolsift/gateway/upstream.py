@@ -10,6 +10,7 @@ Nothing an upstream does (crash, hang, garbage) escapes this class: calls get
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -19,17 +20,20 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client._transport import TransportStreams
+from mcp.client._transport import TransportStreams, WriteStream
 from mcp.client.stdio import stdio_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp_types.methods import validate_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..errors import UpstreamError
+from ..registry import MAX_SCHEMA_DEPTH, json_shape
 from .config import ServerConfig
 
 log = logging.getLogger("toolsift.gateway")
@@ -41,7 +45,7 @@ LIST_TIMEOUT = 30.0  # one page of tools/list; a listing of many pages may take 
 CONNECT_TIMEOUT = 30.0  # connecting and the initialize handshake
 BACKOFF_START, BACKOFF_MAX = 0.25, 30.0
 
-ToolsCallback = Callable[[str, list[types.Tool]], Awaitable[None]]
+ToolsCallback = Callable[[str, list[types.Tool], list[dict[str, str]]], Awaitable[None]]
 
 
 class Upstream:
@@ -49,7 +53,9 @@ class Upstream:
 
     Args:
         config: The server's configuration.
-        on_tools: Awaited with ``(server, tools)`` after every complete listing.
+        on_tools: Awaited with ``(server, tools, refused)`` after every complete listing;
+            ``refused`` holds ``{"tool", "error"}`` for each listed tool the SDK would refuse,
+            left out of ``tools`` (:class:`ToolScreen`).
         debounce: Seconds to wait after a change notification before re-listing, so that a burst
             of notifications costs one listing.
         ping_interval: Seconds between liveness pings.
@@ -73,6 +79,7 @@ class Upstream:
         self._ping_interval = ping_interval
         self._connect_timeout = connect_timeout
         self._client: Client | None = None
+        self._screen = ToolScreen(self.name)
         self._broken = anyio.Event()
         self._changed = anyio.Event()
         self._probe = anyio.Event()
@@ -86,15 +93,19 @@ class Upstream:
     def _connect(self) -> AbstractAsyncContextManager[Client]:
         c = self.config
         options: dict[str, Any] = {"cache": None, "message_handler": self._on_message}
+        self._screen = screen = ToolScreen(self.name)
         if c.url is not None:
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            http = httpx2.AsyncClient(headers=dict(c.headers), timeout=httpx2.Timeout(LIST_TIMEOUT, read=300.0))
-            return _closing(http, Client(streamable_http_client(c.url, http_client=http), **options))
+            http = httpx2.AsyncClient(
+                headers=dict(c.headers),
+                timeout=httpx2.Timeout(LIST_TIMEOUT, read=300.0),
+                transport=_Reparsing(httpx2.AsyncHTTPTransport(), screen),
+            )
+            return _closing(http, Client(_lenient(streamable_http_client(c.url, http_client=http), screen), **options))
         assert c.command is not None
         params = StdioServerParameters(command=c.command, args=list(c.args), env=dict(c.env or {}), cwd=c.cwd)
-        return Client(_lenient(stdio_client(params)), **options)
+        return Client(_lenient(stdio_client(params), screen), **options)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -139,6 +150,7 @@ class Upstream:
     async def _serve(self, client: Client) -> None:
         """Lists the tools, then watches the connection until it breaks."""
         self._broken, self._changed, self._probe = anyio.Event(), anyio.Event(), anyio.Event()
+        self._screen.version = client.protocol_version
         await self._refresh(client)
         self._client = client
         self.status = "ready"
@@ -166,9 +178,10 @@ class Upstream:
     async def _refresh(self, client: Client) -> None:
         tools: list[types.Tool] = []
         cursor: str | None = None
+        refused: list[dict[str, str]] = []
+        self._screen.refused = refused
         for _ in range(MAX_PAGES):
-            with anyio.fail_after(LIST_TIMEOUT):
-                page = await client.list_tools(cursor=cursor)
+            page = await self._page(client, cursor)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -176,7 +189,22 @@ class Upstream:
         else:
             raise UpstreamError(self.name, "error", f"tools/list did not end after {MAX_PAGES} pages")
         self.listings += 1
-        await self._on_tools(self.name, tools)
+        await self._on_tools(self.name, tools, refused)
+
+    async def _page(self, client: Client, cursor: str | None) -> types.ListToolsResult:
+        """One page of the listing. A page the SDK refuses as a whole (one malformed tool is
+        enough) is asked for again with the :class:`ToolScreen` on, which drops the tools the SDK
+        would refuse, so that only they are lost."""
+        while True:
+            try:
+                with anyio.fail_after(LIST_TIMEOUT):
+                    return await client.list_tools(cursor=cursor)
+            except (ValueError, MCPError) as e:  # pydantic's ValidationError is a ValueError
+                if self._screen.active or (isinstance(e, MCPError) and e.code != types.PARSE_ERROR):
+                    raise
+                reason = _describe(e).partition("\n")[0][:200]
+                log.warning("upstream %s: tools/list refused whole (%s); asking again, tool by tool", self.name, reason)
+                self._screen.active = True
 
     async def _listen(self, client: Client) -> None:
         try:
@@ -245,6 +273,11 @@ class Upstream:
             raise UpstreamError(self.name, "error", f"upstream {self.name!r} failed: {_describe(e)}") from None
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(self.name, "error", f"upstream {self.name!r} sent a {type(result).__name__}")
+        try:  # what cannot be written as JSON would fail the answer to the client, not the call
+            result.model_dump_json(by_alias=True, exclude_none=True)
+        except ValueError:  # pydantic's serialization error: a lone surrogate, which _lenient let in
+            message = f"upstream {self.name!r} sent a result that is not valid Unicode text (a lone surrogate)"
+            raise UpstreamError(self.name, "error", message) from None
         return result
 
     def _check_soon(self) -> None:
@@ -252,24 +285,197 @@ class Upstream:
         self._probe.set()
 
 
+class ToolScreen:
+    """Takes each tool the SDK would refuse out of a ``tools/list`` answer, before the SDK sees it.
+
+    The SDK checks a listing as one value, so a single malformed tool (an ``inputSchema`` that is
+    a string or ``null``, a name that is a number, a schema nested hundreds of levels deep) failed
+    the whole listing: the upstream reconnected forever and none of its tools were served. Once
+    :attr:`active` (set by :meth:`Upstream._page` when the SDK refused a listing, which it then
+    asks for again), each answer to a ``tools/list`` this connection sends is checked tool by
+    tool with the SDK's own checks for the negotiated version; each tool that fails is dropped and
+    kept in :attr:`refused` (``{"tool", "error"}``), and the rest of the listing goes on. Until
+    then it costs nothing: a well-formed listing is checked once, by the SDK.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.version: str | None = None  # set once the handshake is done; the SDK's default before
+        self.refused: list[dict[str, str]] = []
+        self.active = False
+        self._asked: set[str | int] = set()  # ids of tools/list requests not yet answered
+
+    def sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if self.active and isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
+            self._asked.add(message.id)
+
+    def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        if not isinstance(item, SessionMessage):
+            return item
+        message = item.message
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError) or message.id not in self._asked:
+            return item
+        self._asked.discard(message.id)
+        result = self.screened(message.result) if isinstance(message, types.JSONRPCResponse) else None
+        if result is None:
+            return item
+        return SessionMessage(message.model_copy(update={"result": result}), item.metadata)
+
+    def screened(self, result: object, *, text: bool = False) -> dict[str, Any] | None:
+        """``result`` (a listing) without the tools the SDK would refuse, or ``None`` when it keeps
+        them all or is no listing. With ``text``, a tool holding a string that is not Unicode
+        (an escaped lone surrogate) is refused too: such a listing must be written out again."""
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(result, dict) or not isinstance(tools, list):
+            return None  # not a listing at all: the SDK refuses it as a whole, as it should
+        kept = []
+        for position, tool in enumerate(tools):
+            error = self._tool_refusal(tool, text)
+            if error is None:
+                kept.append(tool)
+                continue
+            name = tool.get("name") if isinstance(tool, dict) else None
+            name = name if isinstance(name, str) else f"#{position}"
+            self.refused.append({"tool": name[:200], "error": error})
+            log.warning("upstream %s: tool %.200s refused: %s", self.server, name, error)
+        return {**result, "tools": kept} if len(kept) < len(tools) else None
+
+    def _refusal(self, result: object) -> str | None:
+        """Why the SDK would refuse ``result`` as a listing (a short reason), or ``None``."""
+        try:
+            with contextlib.suppress(KeyError):  # a version without this method: the SDK skips it too
+                validate_server_result("tools/list", self.version or "2025-11-25", result)  # type: ignore[arg-type]
+            types.ListToolsResult.model_validate(result, by_name=False)
+        except ValidationError as e:
+            return _first_error(e)
+        except (ValueError, RecursionError) as e:  # the serializer's "circular reference": too deep
+            return f"{type(e).__name__}: {e}"[:200]
+        return None
+
+    def _tool_refusal(self, tool: object, text: bool) -> str | None:
+        if not isinstance(tool, dict):
+            return f"a tool must be a JSON object, not {type(tool).__name__}"
+        for field, value in tool.items():
+            if json_shape(value)[0] > MAX_SCHEMA_DEPTH:
+                return f"{field} nests deeper than {MAX_SCHEMA_DEPTH} levels"
+        if text:
+            try:
+                json.dumps(tool, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                return "a text is not valid Unicode (it holds a lone surrogate)"
+        return self._refusal({"tools": [tool]})
+
+    def reparsed_body(self, request: bytes, body: bytes) -> bytes | None:
+        """The JSON body of an HTTP answer to ``request``, written out again without the tools
+        the SDK would refuse when the SDK cannot parse it (nested past its parser's limit, or
+        holding a lone surrogate) and it answers a ``tools/list``; ``None`` to leave it as is."""
+        if not self.active or b"tools/list" not in request:
+            return None
+        try:
+            types.jsonrpc_message_adapter.validate_json(body, by_name=False)
+            return None
+        except ValidationError:
+            pass
+        try:
+            asked, answer = json.loads(request), json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(asked, dict) or asked.get("method") != "tools/list" or not isinstance(answer, dict):
+            return None
+        result = self.screened(answer.get("result"), text=True)
+        return None if result is None else json.dumps({**answer, "result": result}).encode()
+
+
+class _Reparsing(httpx2.AsyncBaseTransport):
+    """An HTTP transport whose JSON answers to ``tools/list`` go through
+    :meth:`ToolScreen.reparsed_body`: the SDK's HTTP client turns a body its parser refuses into
+    an error for the request, so the screen of the messages never sees that listing."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, screen: ToolScreen) -> None:
+        self._inner, self._screen = inner, screen
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if (
+            not self._screen.active
+            or request.method != "POST"
+            or not response.headers.get("content-type", "").lower().startswith("application/json")
+        ):
+            return response
+        try:
+            body = await response.aread()
+        finally:
+            await response.aclose()
+        fixed = self._screen.reparsed_body(request.content, body)
+        headers = [
+            (k, v) for k, v in response.headers.items() if k.lower() not in ("content-length", "content-encoding")
+        ]
+        return httpx2.Response(
+            response.status_code,
+            headers=headers,
+            content=body if fixed is None else fixed,
+            request=request,
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _first_error(e: ValidationError) -> str:
+    """The first of a validation's errors, located within the tool: ``inputSchema: Input should
+    be a valid dictionary``, not pydantic's whole text with the input echoed."""
+    first = e.errors(include_url=False, include_input=False)[0]
+    where = [str(p) for p in first["loc"]]
+    if where[:2] == ["tools", "0"]:
+        where = where[2:]
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return f"{'.'.join(where) or 'tool'}: {first['msg']}{more}"
+
+
+class _Noted:
+    """A transport's write stream that shows each message to ``note`` before sending it."""
+
+    def __init__(self, stream: WriteStream[SessionMessage], note: Callable[[SessionMessage], None]) -> None:
+        self._stream, self._note = stream, note
+
+    async def send(self, item: SessionMessage, /) -> None:
+        self._note(item)
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Noted:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)
+
+
 @asynccontextmanager
-async def _lenient(transport: AbstractAsyncContextManager[TransportStreams]) -> AsyncIterator[TransportStreams]:
+async def _lenient(
+    transport: AbstractAsyncContextManager[TransportStreams], screen: ToolScreen
+) -> AsyncIterator[TransportStreams]:
     """The transport's streams, with each message the SDK could not parse parsed again by the
-    standard library. The SDK's parser refuses a whole message for one string holding an escaped
-    lone surrogate (``"\\ud800"``), so one such tool description would lose the whole listing and
-    time it out, restart after restart; parsed here, the message arrives and only that tool is
-    refused (a tool's text must be valid Unicode)."""
+    standard library, and the tools of each listing screened one by one (:class:`ToolScreen`).
+    The SDK's parser refuses a whole message for one string holding an escaped lone surrogate
+    (``"\\ud800"``) or for nesting past its limit, so one such tool would lose the whole listing
+    and time it out, restart after restart; parsed here, the message arrives and only that tool
+    is refused."""
     async with transport as (read, write):
         relay, received = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def pump() -> None:
             async with relay:
                 async for item in read:
-                    await relay.send(_reparsed(item))
+                    await relay.send(screen.received(_reparsed(item)))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
-            yield received, write
+            yield received, _Noted(write, screen.sent)
             tg.cancel_scope.cancel()
 
 
