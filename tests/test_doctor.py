@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import toolsift as ts
+from redis_support import RedisServer
 from toolsift.cli import main
 from toolsift.errors import InvalidParameterError, SnapshotError
 from toolsift.eval import LabelledQuery, load_bfcl, load_gateway_log
@@ -296,6 +297,22 @@ def test_the_command_reads_a_usage_store_without_changing_the_file(
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("app")) == ["app.sqlite"]
     with pytest.raises(InvalidParameterError, match="read-only"):
         ts.UsageStore(store, read_only=True).record("u1", "get_weather")
+
+
+def test_the_command_reads_a_gateway_clusters_usage_in_redis(
+    catalog_file: Path, redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage = ts.RedisUsageStore(redis_server.url, prefix="acme")  # as a gateway with [cluster] prefix = "acme"
+    for user in ("u1", "u2", "u1", "u2", "u1", "u2"):
+        usage.record(user, "get_weather")
+    usage.close()
+    assert main(["doctor", str(catalog_file), "--usage", redis_server.url]) == 0
+    assert "get_weather" not in capsys.readouterr().out  # the default prefix holds no counts
+    assert main(["doctor", str(catalog_file), "--usage", redis_server.url, "--usage-prefix", "acme"]) == 0
+    assert "pin it" in capsys.readouterr().out
+    redis_server.stop()
+    assert main(["doctor", str(catalog_file), "--usage", redis_server.url, "--usage-prefix", "acme"]) == 2
+    assert "the usage store cannot be read" in capsys.readouterr().err
 
 
 def test_bfcl_findings_name_its_known_defects() -> None:

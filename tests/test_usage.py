@@ -458,12 +458,37 @@ def test_a_record_redis_refuses_costs_that_record_only(tmp_path: Path, caplog: p
         server.stop()
 
 
-def test_reach_counts_the_users_each_tool_counts_for_after_warmup() -> None:
-    store = ts.UsageStore(warmup=2)
+def test_reach_counts_the_users_each_tool_counts_for_after_warmup(make_store: Store) -> None:
+    store = make_store(warmup=2)
+    assert store.reach() == (0, {})
     for user, tool in [("ann", "a"), ("ann", "a"), ("bob", "a"), ("bob", "a"), ("bob", "b"), ("cy", "b")]:
         store.record(user, tool)
     assert store.reach() == (3, {"a": 2})  # b: one call each, under the warm-up
-    assert ts.UsageStore().reach() == (0, {})
+    assert make_store(warmup=1).reach() == (3, {"a": 2, "b": 2})  # what another process reads
+    store.close()
+
+
+def test_redis_reach_reads_only_its_prefix_and_skips_what_is_not_a_usage_hash(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The prefix is matched as written (a ``*`` in it is no pattern), the stores' high-water
+    marks are no users, and another program's key under the prefix is skipped, logged."""
+    import redis
+
+    admin = redis.Redis.from_url(redis_server.url)
+    for prefix, user in (("t*", "ann"), ("tx", "bob"), ("t*", "cy")):
+        other = ts.RedisUsageStore(redis_server.url, prefix=prefix, warmup=0)
+        other.record(user, "search")
+        other.close()
+    admin.set("t*:usage:mallory", "not a hash")
+    store = ts.RedisUsageStore(redis_server.url, prefix="t*", warmup=0)
+    assert store.reach() == (2, {"search": 2})
+    assert "is not a usage hash, skipped" in caplog.text
+    assert ts.RedisUsageStore(redis_server.url, prefix="tx", warmup=0).reach() == (1, {"search": 1})
+    redis_server.stop()
+    store.record("ann", "search")  # queued: the server is gone
+    with pytest.raises(ts.errors.StoreUnavailableError, match="cannot be read"):
+        store.reach()
 
 
 def _calls(server: RedisServer, user: str = "ann", tool: str = "search") -> int:

@@ -26,7 +26,7 @@ from .registry import Tool
 from .results import Hit
 from .scan import scan
 from .text import tool_fields
-from .usage import UsageStore
+from .usage import RedisUsageStore, UsageStore
 
 
 class View:
@@ -334,7 +334,7 @@ def token_hogs(view: View, budget: int, k: int) -> Iterable[Diagnosis]:
 
 
 def pins(
-    view: View, queries: Sequence[LabelledQuery], labels: Mapping[str, str], usage: UsageStore | None
+    view: View, queries: Sequence[LabelledQuery], labels: Mapping[str, str], usage: UsageStore | RedisUsageStore | None
 ) -> Iterable[Diagnosis]:
     core = {t.name for t in view.tools if t.core}
     sources: list[tuple[str, int, Counter[str]]] = []

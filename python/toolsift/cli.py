@@ -295,7 +295,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     from . import eval as ev
     from .doctor import doctor
     from .errors import InvalidParameterError, SnapshotError
-    from .usage import UsageStore
+    from .usage import RedisUsageStore, UsageStore
 
     started = time.perf_counter()
     if bool(args.catalog) == bool(args.dataset):
@@ -314,8 +314,10 @@ def run_doctor(args: argparse.Namespace) -> int:
     elif args.gateway_log:
         queries = ev.load_gateway_log(args.gateway_log, catalog=catalog)
     index = Index.load(args.index) if args.index else None
-    usage = None
-    if args.usage:
+    usage: UsageStore | RedisUsageStore | None = None
+    if args.usage and args.usage.startswith(("redis://", "rediss://", "unix://")):
+        usage = RedisUsageStore(args.usage, prefix=args.usage_prefix)  # a gateway cluster's counts, read
+    elif args.usage:
         if not Path(args.usage).is_file():
             raise ToolsiftError(f"{args.usage}: no such usage database")
         usage = UsageStore(args.usage, read_only=True)  # a report: the file is left as it is
@@ -324,6 +326,9 @@ def run_doctor(args: argparse.Namespace) -> int:
         checkup = doctor(catalog, index=index, queries=queries, usage=usage, for_caller=caller, k=args.k)
     except InvalidParameterError as e:
         raise SnapshotError(f"{args.index}: {e}") if args.index else e from None
+    finally:
+        if usage is not None:
+            usage.close()
     _print_checkup(checkup, args.limit)
     print(f"doctor: {checkup.tools:,} tools checked in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     if args.json:
@@ -568,7 +573,17 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--queries", metavar="FILE", help='labelled requests: JSONL of {"query", "relevant": [names]}')
     source.add_argument("--gateway-log", metavar="FILE", help="a gateway's JSONL log: searches and the calls after")
     r.add_argument("--index", metavar="FILE", help="a saved index of the catalog to rank with (its options)")
-    r.add_argument("--usage", metavar="FILE", help="a UsageStore SQLite file, for pin suggestions")
+    r.add_argument(
+        "--usage",
+        metavar="FILE|URL",
+        help="usage counts for pin suggestions: a UsageStore SQLite file, or a gateway cluster's Redis (redis://...)",
+    )
+    r.add_argument(
+        "--usage-prefix",
+        default="toolsift",
+        metavar="NAME",
+        help="with a Redis --usage: its key prefix ([cluster] prefix)",
+    )
     r.add_argument("--caller", action="append", default=[], metavar="PERM", help="check only this caller's tools")
     r.add_argument("--public", action="store_true", help="check only the public tools (no permission needed)")
     r.add_argument("-k", type=_at_least(1), default=5, help="shortlist size for reachability and misses (default 5)")

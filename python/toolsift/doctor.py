@@ -28,7 +28,7 @@ vague         the description is empty or adds no word to the name, or its words
               most half of that, are shown as the generic ones.
 token_hog     the definition costs more than ``budget_tokens / k``: a ``k``-tool shortlist that
               holds it has less room for every other tool.
-pin           more than :data:`PIN_SHARE` of the users (a :class:`~toolsift.UsageStore`) or of
+pin           more than :data:`PIN_SHARE` of the users (a usage store, SQLite or Redis) or of
               the requests use the tool: search is for the long tail, this one should be core.
 ============  ===============================================================================
 
@@ -59,7 +59,7 @@ from .plan import DEFAULT_LIMIT
 from .registry import Catalog, Tool
 from .report import Markup, codes, escape, page, table
 from .tiers import ToolTierOptions
-from .usage import UsageStore
+from .usage import RedisUsageStore, UsageStore
 
 __all__ = ["CONFUSABLE_SHARE", "KINDS", "NEIGHBOURS", "PIN_SHARE", "Checkup", "Diagnosis", "doctor"]
 
@@ -112,7 +112,7 @@ def doctor(
     *,
     index: Index | None = None,
     queries: Dataset | Iterable[LabelledQuery] | None = None,
-    usage: UsageStore | None = None,
+    usage: UsageStore | RedisUsageStore | None = None,
     for_caller: Caller | None = None,
     k: int = DEFAULT_LIMIT,
     budget_tokens: int | None = None,

@@ -378,6 +378,8 @@ FLUSH_BATCH = 500
 #: outage, counted in :attr:`RedisUsageStore.dropped`) while those already waiting keep
 #: counting. Also the most rows it keeps as last read, for reads while the server is down.
 MAX_QUEUED = 100_000
+#: Users' hashes read in one round trip by :meth:`RedisUsageStore.reach`.
+REACH_BATCH = 500
 #: Seconds a store's high-water mark of records written lives in Redis after its last write
 #: (what keeps a batch sent again from being counted twice).
 SENT_TTL_S = 7 * 24 * 3600
@@ -709,6 +711,48 @@ class RedisUsageStore:
             return milli(float(cache["scores"].get(tool, 0.0)))
 
         return count
+
+    def reach(self) -> tuple[int, dict[str, int]]:
+        """As :meth:`UsageStore.reach`: how many users the server holds counts for under this
+        prefix, and for each tool how many of them it counts for (past the warm-up), sorted by
+        tool name: what ``toolsift doctor`` makes pin suggestions of. This process's queued
+        calls are written first; a key of another type, or a field that is not a row, is skipped
+        (logged), as reads skip it.
+
+        Raises:
+            StoreUnavailableError: The server cannot be reached (or is not taking writes, with
+                calls of this process waiting).
+        """
+        redis = redis_module()
+        self._check_fork()
+        users, counts = 0, dict[str, int]()
+        with self._lock:
+            self._retry_at = 0.0
+            self._flush()
+            try:
+                if self._count:  # the server did not take them: the counts would be short
+                    raise redis.ConnectionError(f"{self._count} call(s) of this process are not written")
+                pattern = re.sub(r"([*?\[\]\\])", r"\\\1", f"{self.prefix}:usage:") + "*"
+                keys = sorted(set(self._redis.scan_iter(match=pattern, count=1000)))  # SCAN may repeat one
+                for start in range(0, len(keys), REACH_BATCH):
+                    batch = keys[start : start + REACH_BATCH]
+                    pipe = self._redis.pipeline(transaction=False)
+                    for key in batch:
+                        pipe.hgetall(key)
+                    for key, fields in zip(batch, pipe.execute(raise_on_error=False), strict=True):
+                        if not isinstance(fields, dict):  # WRONGTYPE: another program's key
+                            log.warning("usage store: %r is not a usage hash, skipped: %s", key, fields)
+                            continue
+                        users += 1
+                        for tool, value in fields.items():
+                            row = _row(value)
+                            if row is not None and row[1] >= self.warmup:
+                                name = tool.decode(errors="replace") if isinstance(tool, bytes) else str(tool)
+                                counts[name] = counts.get(name, 0) + 1
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                self._down(e)
+                raise StoreUnavailableError(f"the usage store cannot be read: {e}") from None
+        return users, dict(sorted(counts.items()))
 
     def close(self) -> None:
         """Writes what it can of the queued records and closes the connection; calls the server
