@@ -327,6 +327,31 @@ def test_langchain_messages_make_the_same_query_as_their_dicts() -> None:
     hits = ts.Index(shop()).search(query, k=1, caller=["billing.refund", "orders.read"])
     assert hits[0].tool.name == "issue_refund"
     assert to_openai_messages([("user", "hi")]) == [{"role": "user", "content": "hi"}]
+    # content as a list of strings and blocks, which LangChain allows: its text was dropped
+    listed = query_from_messages([HumanMessage(["I was charged twice", {"type": "text", "text": "for order 7"}])])
+    assert listed == query_from_messages([HumanMessage("I was charged twice\nfor order 7")]) and listed.parts
+
+
+def test_a_deployed_graph_reads_the_caller_from_the_server_not_from_the_client() -> None:
+    """On LangGraph Server a client sends ``configurable`` itself; with only the caller key there,
+    a client could name any permissions. ``caller_from`` reads the server's authenticated user,
+    and a caller key the client adds is ignored."""
+    ran = Ran()
+    grants = {"ann": ("billing.refund",), "anonymous": ()}
+    toolset = Toolset(
+        shop(), ran.handlers(), caller_from=lambda config: grants[config["configurable"]["langgraph_auth_user"]]
+    )
+    refund = [AIMessage("", tool_calls=[call("issue_refund", "c1")]), AIMessage("done")]
+    answers = []
+    for user in ("anonymous", "ann"):
+        graph = toolset.bigtool_agent(ScriptedModel(responses=list(refund))).compile()
+        claimed = {"configurable": {"langgraph_auth_user": user, "toolsift_caller": ["billing.refund"]}}
+        out = graph.invoke({"messages": [HumanMessage("refund me")]}, config=claimed)
+        answers.append([m.content for m in out["messages"] if m.type == "tool"])
+    assert answers == [["unknown tool 'issue_refund'"], ["refunded"]]
+    assert ran.calls == [("issue_refund", {})]
+    with pytest.raises(InvalidParameterError, match="caller_from"):
+        Toolset(shop(), caller_from="langgraph_auth_user")  # type: ignore[arg-type]
 
 
 def test_bad_input_raises_typed_errors_naming_what_is_wrong() -> None:
@@ -339,6 +364,13 @@ def test_bad_input_raises_typed_errors_naming_what_is_wrong() -> None:
         toolset.caller_of({"configurable": {"toolsift_caller": {"billing.refund": False}}})
     with pytest.raises(InvalidParameterError, match="k must"):
         Toolset(shop(), k=-1)
+    # refused when made: one bad handler failed the calls of every tool, mid-conversation
+    with pytest.raises(InvalidParameterError, match="Toolset handler of 'order_status' is not a function"):
+        Toolset(shop(), {"order_status": "shipped"})  # type: ignore[dict-item]
+    with pytest.raises(InvalidParameterError, match="Toolset hooks must be Hooks"):
+        Toolset(shop(), hooks="audit")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="Toolset usage must be a usage store"):
+        Toolset(shop(), usage="usage.sqlite")  # type: ignore[arg-type]
     clash = ts.Catalog([ts.Tool("retrieve_tools", "A tool of the same name as bigtool's")])
     with pytest.raises(InvalidToolError) as info:
         Toolset(clash).bigtool_agent(ScriptedModel(responses=[AIMessage("hi")]))

@@ -260,6 +260,8 @@ def test_bad_requests_and_bad_setups_name_what_is_wrong() -> None:
         front(server, caller=None)
     with pytest.raises(InvalidParameterError, match="pinned must be a list of tool names, not str"):
         front(shop([]), caller=None, pinned="order_status")
+    with pytest.raises(InvalidParameterError, match="front hooks must be Hooks, not str"):
+        front(shop([]), caller=None, hooks="audit")  # type: ignore[arg-type]  # failed every call, later
 
 
 def test_callers_with_the_same_permissions_share_a_plan_and_only_the_recent_ones_are_kept(
@@ -368,6 +370,34 @@ def test_a_name_twice_in_another_unicode_form_or_a_bad_permission_costs_only_tha
         anyio.run(main)
     assert ran == ["read_file"]
     assert "Unicode normalisation" in caplog.text and "tool 'wipe_disk', field 'permissions'" in caplog.text
+
+
+def test_a_permission_named_in_another_unicode_form_than_the_listing_still_applies(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The mapping was read by exact name: a server listing "café" decomposed, where the mapping
+    has it composed, served that tool to every caller as public."""
+    ran: list[str] = []
+    composed, decomposed = "caf\u00e9_refund", "cafe\u0301_refund"
+    server = lowlevel([[tool("read_file", "Read a file"), tool(decomposed, "Refund a payment")]], ran)
+    current: dict[str, Any] = {"caller": None}
+    front(server, caller=lambda ctx: current["caller"], permissions={composed: "billing"})
+
+    async def main() -> list[tuple[bool, str]]:
+        async with Client(server, mode="legacy", cache=None) as client:
+            answers = []
+            for caller in (None, "billing"):
+                current["caller"] = caller
+                found = await client.call_tool("tool_search", {"query": "refund a payment"})
+                names = [t["name"] for t in found.structured_content["tools"]]
+                result = await client.call_tool("call_tool", {"name": decomposed, "arguments": {}})
+                answers.append((decomposed in names, text(result)))
+            return answers
+
+    with caplog.at_level("WARNING", logger="toolsift.integrations.mcp"):
+        answers = anyio.run(main)
+    assert answers == [(False, f"Unknown tool: {decomposed}"), (True, f"ran {decomposed}")]
+    assert ran == [decomposed] and "the server does not list" not in caplog.text
 
 
 @pytest.mark.parametrize(

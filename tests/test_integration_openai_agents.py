@@ -65,6 +65,32 @@ def shipping_script() -> ScriptedModel:
     )
 
 
+def test_a_restricted_catalog_tool_named_like_a_meta_tool_leaves_the_agent_working() -> None:
+    """The toolbox takes a catalog tool named ``call_tool`` that the caller may not use (it is
+    never named to it); the adapter took the toolbox's own ``call_tool`` for it and refused it,
+    so every run of such a caller failed with UnknownToolError."""
+    ran: list[str] = []
+    legacy = ts.Tool("call_tool", "Legacy admin dispatcher of every payment", permissions="admin")
+    catalog = ts.Catalog([*CATALOG, legacy])
+    handlers = {t.name: (lambda args, n=t.name: ran.append(n) or f"{n} done") for t in catalog}
+    box = ts.Toolbox(
+        catalog, caller=("orders.read",), tiers=ts.ToolTierOptions(core=["search_help"]), handlers=handlers
+    )
+    model = ScriptedModel(
+        [
+            [function_call("call_tool", {"name": "order_status", "arguments": {"order": "A1"}}, call_id="c")],
+            [assistant_message("It has shipped.")],
+        ]
+    )
+    result = Runner.run_sync(ToolsiftAgent(name="support", model=model, toolbox=box), "where?", run_config=NO_TRACES)
+    assert result.final_output == "It has shipped." and ran == ["order_status"]
+    sent = [(t.name, t.description) for t in model.calls[0].tools]
+    assert [n for n, _ in sent] == ["search_help", "tool_search", "call_tool"]
+    assert not any("Legacy" in d for _, d in sent)  # the restricted tool's text is never sent
+    assert [t.name for t in function_tools(box)] == ["search_help", "tool_search", "call_tool"]
+    assert "Legacy" not in function_tool(box, "call_tool").description
+
+
 def test_tool_search_loads_the_found_tools_into_the_next_turns() -> None:
     ran: list[str] = []
     box = toolbox(ran)

@@ -120,6 +120,38 @@ def usage_key(caller: Caller) -> str:
     return "caller:" + hashlib.sha256(json.dumps(perms).encode()).hexdigest()
 
 
+def check_parts(
+    owner: str,
+    *,
+    tiers: Any = None,
+    handlers: Any = None,
+    hooks: Any = None,
+    learned: Any = None,
+    usage: Any = None,
+) -> None:
+    """Refuses, when ``owner`` (a :class:`Toolbox`, or an adapter that makes toolboxes) is made,
+    parts of the wrong kind, which would otherwise fail (or, for ``usage``, count nothing) only
+    once a call has gone through ``before_tool``."""
+    if tiers is not None and not isinstance(tiers, ToolTierOptions):
+        raise InvalidParameterError(f"{owner} tiers must be ToolTierOptions or None, not {type(tiers).__name__}")
+    if handlers is not None and not isinstance(handlers, Mapping):
+        raise InvalidParameterError(f"{owner} handlers must map names to functions, not {type(handlers).__name__}")
+    for name, handler in (handlers or {}).items():
+        if not callable(handler):
+            raise InvalidParameterError(f"{owner} handler of {name!r} is not a function: {type(handler).__name__}")
+    if hooks is not None and not isinstance(hooks, Hooks):
+        raise InvalidParameterError(f"{owner} hooks must be Hooks, not {type(hooks).__name__}")
+    for hook in ("before_tool", "after_tool") if hooks is not None else ():
+        if getattr(hooks, hook) is not None and not callable(getattr(hooks, hook)):
+            raise InvalidParameterError(f"Hooks.{hook} must be a function or None")
+    if learned is not None and not all(callable(getattr(learned, m, None)) for m in ("texts", "observe")):
+        raise InvalidParameterError(f"{owner} learned must be a toolsift.Learned, not {type(learned).__name__}")
+    if usage is not None and not all(callable(getattr(usage, m, None)) for m in ("record", "usage_count")):
+        raise InvalidParameterError(
+            f"{owner} usage must be a usage store (record and usage_count), not {type(usage).__name__}"
+        )
+
+
 @dataclass
 class Toolbox:
     """Framework-neutral tool handling for one caller: tiers, meta-tools, hooks and execution.
@@ -191,32 +223,17 @@ class Toolbox:
             self._relearn()
 
     def _check_parts(self) -> None:
-        """Refuses, when the toolbox is made, parts of the wrong kind, which would otherwise fail
-        (or, for ``usage``, count nothing) only once a call has gone through ``before_tool``."""
-        kind = type(self.tiers).__name__
-        if self.tiers is not None and not isinstance(self.tiers, ToolTierOptions):
-            raise InvalidParameterError(f"Toolbox tiers must be ToolTierOptions or None, not {kind}")
-        if not isinstance(self.handlers, Mapping):
-            raise InvalidParameterError(
-                f"Toolbox handlers must map names to functions, not {type(self.handlers).__name__}"
-            )
-        for name, handler in self.handlers.items():
-            if not callable(handler):
-                raise InvalidParameterError(f"Toolbox handler of {name!r} is not a function: {type(handler).__name__}")
-        if not isinstance(self.hooks, Hooks):
-            raise InvalidParameterError(f"Toolbox hooks must be Hooks, not {type(self.hooks).__name__}")
-        for hook in ("before_tool", "after_tool"):
-            if getattr(self.hooks, hook) is not None and not callable(getattr(self.hooks, hook)):
-                raise InvalidParameterError(f"Hooks.{hook} must be a function or None")
-        if self.learned is not None and not all(callable(getattr(self.learned, m, None)) for m in ("texts", "observe")):
-            raise InvalidParameterError(
-                f"Toolbox learned must be a toolsift.Learned, not {type(self.learned).__name__}"
-            )
-        needs = ("record", "usage_count")
-        if self.usage is not None and not all(callable(getattr(self.usage, m, None)) for m in needs):
-            raise InvalidParameterError(
-                f"Toolbox usage must be a usage store (record and usage_count), not {type(self.usage).__name__}"
-            )
+        for part, value in (("handlers", self.handlers), ("hooks", self.hooks)):
+            if value is None:  # no default here: a toolbox always has both
+                raise InvalidParameterError(f"Toolbox {part} must not be None")
+        check_parts(
+            "Toolbox",
+            tiers=self.tiers,
+            handlers=self.handlers,
+            hooks=self.hooks,
+            learned=self.learned,
+            usage=self.usage,
+        )
 
     # -- the plan ---------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from ..callers import Caller, perms_of
 from ..index import Index
 from ..query import Query
 from ..registry import Catalog, Tool
-from ..tiers import Hooks, Toolbox
+from ..tiers import Hooks, Toolbox, check_parts
 from ..usage import Usage
 
 #: The key of ``config["configurable"]`` that holds the caller's permissions.
@@ -59,11 +59,15 @@ def caller_config(caller: Caller, config: RunnableConfig | None = None) -> Runna
 def to_openai_messages(messages: Iterable[BaseMessage | Mapping[str, Any] | Any]) -> list[dict[str, Any]]:
     """LangChain messages (``HumanMessage``, ``AIMessage``, ``ToolMessage``... or anything
     ``convert_to_messages`` takes: dicts, ``("user", "text")`` pairs) as the OpenAI-style dicts
-    :meth:`Query.from_messages` reads; an AI message's tool calls keep their names."""
+    :meth:`Query.from_messages` reads; an AI message's tool calls keep their names, and the
+    strings of a content list (LangChain's ``["text", {...}]`` form) become text blocks."""
     roles = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
     out: list[dict[str, Any]] = []
     for message in _messages(messages):
-        entry: dict[str, Any] = {"role": roles.get(message.type, message.type), "content": message.content}
+        content = message.content
+        if isinstance(content, list):
+            content = [{"type": "text", "text": c} if isinstance(c, str) else c for c in content]
+        entry: dict[str, Any] = {"role": roles.get(message.type, message.type), "content": content}
         if isinstance(message, AIMessage) and message.tool_calls:
             entry["tool_calls"] = [{"type": "function", "function": {"name": c["name"]}} for c in message.tool_calls]
         out.append(entry)
@@ -114,6 +118,11 @@ class Toolset:
         handlers: ``{name: fn(arguments) -> result}`` (``async def`` too, under ``ainvoke``).
         caller: The permissions used when a run's config names no caller (``None``: public
             tools only).
+        caller_from: ``fn(config) -> permissions``: the caller of each run read from its config
+            by your code, in place of ``config["configurable"]["toolsift_caller"]``. A deployed
+            graph needs it: on LangGraph Server a client sends ``configurable`` itself, so a
+            caller key there is the client's own claim; read the server's authenticated user
+            instead (``config["configurable"]["langgraph_auth_user"]``).
         hooks: :class:`~toolsift.Hooks` around every real call (``before_tool`` may refuse it).
         usage: A usage store (:class:`~toolsift.UsageStore`, :class:`~toolsift.RedisUsageStore`)
             that records every call, keyed by caller.
@@ -126,13 +135,20 @@ class Toolset:
         handlers: Mapping[str, Handler] | None = None,
         *,
         caller: Caller = None,
+        caller_from: Callable[[RunnableConfig], Caller] | None = None,
         hooks: Hooks | None = None,
         usage: Usage | None = None,
         k: int = 3,
     ) -> None:
+        check_parts("Toolset", handlers=handlers, hooks=hooks, usage=usage)  # now, not at the first call
         self.index = catalog if isinstance(catalog, Index) else Index(catalog)
         self.handlers = dict(handlers or {})
         self.caller = perms_of(caller).names
+        if caller_from is not None and not callable(caller_from):
+            raise InvalidParameterError(
+                f"caller_from must be a function of the config, not {type(caller_from).__name__}"
+            )
+        self.caller_from = caller_from
         self.hooks = hooks or Hooks()
         self.usage = usage
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
@@ -142,8 +158,11 @@ class Toolset:
 
     # -- callers and execution -------------------------------------------------------------------
     def caller_of(self, config: RunnableConfig | None = None) -> tuple[str, ...]:
-        """The caller of a run: ``config["configurable"]["toolsift_caller"]`` when present (the
-        config of the run in progress when ``config`` is ``None``), else :attr:`caller`."""
+        """The caller of a run (the run in progress when ``config`` is ``None``): what
+        :attr:`caller_from` reads from its config when given; else
+        ``config["configurable"]["toolsift_caller"]`` when present, else :attr:`caller`."""
+        if self.caller_from is not None:
+            return perms_of(self.caller_from(ensure_config(config))).names
         configurable = ensure_config(config).get("configurable") or {}
         if CALLER_KEY in configurable:
             return perms_of(configurable[CALLER_KEY]).names
@@ -259,7 +278,12 @@ class Toolset:
         """A ``ToolNode`` (of ``tools``, default every tool) that refuses, before anything runs,
         a call of a toolsift tool the run's caller may not use, and a call of a name it does not
         have, with the same error ``ToolMessage`` (``"unknown tool 'name'"``), naming no other
-        tool (a plain ``ToolNode`` lists every tool it has). ``options`` go to ``ToolNode``."""
+        tool (a plain ``ToolNode`` lists every tool it has). ``options`` go to ``ToolNode``.
+
+        Give ``create_react_agent`` this node with :meth:`model` (``create_react_agent(
+        toolset.model(llm), toolset.tool_node())``), never with the chat model itself: given a
+        plain model, it binds every tool of the node, and the model would read the definitions
+        of tools the caller may not use (their calls are still refused here)."""
         chosen = list(self.registry().values()) if tools is None else list(tools)
         return ToolNode(chosen, wrap_tool_call=self._guard, awrap_tool_call=self._aguard, **options)
 

@@ -46,8 +46,8 @@ from ..gateway.versions import digest
 from ..index import Index
 from ..loaders import load_mcp
 from ..plan import CALL, SEARCH
-from ..registry import Catalog, Tool
-from ..tiers import Hooks, Toolbox, ToolTierOptions
+from ..registry import Catalog, Tool, folded_name
+from ..tiers import Hooks, Toolbox, ToolTierOptions, check_parts
 
 log = logging.getLogger("toolsift.integrations.mcp")
 
@@ -143,6 +143,7 @@ class Front:
             raise InvalidParameterError(
                 f"permissions must map tool names to permissions (or be a function), not {kind}"
             )
+        check_parts("front", hooks=hooks)  # now, not at the first call
         self._list, self._call = listing, calling
         self.caller, self.permissions, self.hooks = caller, permissions, hooks or Hooks()
         pins = tool_names("pinned", pinned)  # not a bare string, read letter by letter
@@ -172,7 +173,8 @@ class Front:
         """The index of the server's tools as listed now (rebuilt only when a definition or a
         tool's permissions changed)."""
         tools = await self._listed(ctx)
-        granted = [self._granted(t.name) for t in tools]  # read on every request: a change applies at once
+        forms = self._forms()
+        granted = [self._granted(t.name, forms) for t in tools]  # read on every request: a change applies at once
         version = self._version
         if version is not None and version.granted == granted and version.seen == tools:
             return version  # the very listing of last time (compared: a fifth of the time of hashing it)
@@ -187,16 +189,35 @@ class Front:
         version.listed, version.seen = {tools[i].name: tools[i] for i in version.kept}, seen
         return version
 
-    def _granted(self, name: str) -> Any:
-        """What ``permissions`` gives tool ``name``, as a snapshot (``None``: the permissions it
-        is listed with): a list the caller changes later compares unequal to it, and a function
-        that raises costs that tool only (:class:`_Unreadable`)."""
+    def _forms(self) -> dict[str, list[Any]]:
+        """The names ``permissions`` (a mapping) holds, by the form a reader tells names apart
+        by (:func:`~toolsift.registry.folded_name`): a server may list "café" decomposed where
+        the mapping has it composed, and that tool must not go out with no permission."""
+        forms: dict[str, list[Any]] = {}
+        if isinstance(self.permissions, Mapping):
+            for key in self.permissions:
+                forms.setdefault(folded_name(key) if isinstance(key, str) else key, []).append(key)
+        return forms
+
+    def _granted(self, name: str, forms: Mapping[str, list[Any]]) -> Any:
+        """What ``permissions`` gives tool ``name`` (looked up as written, else in any Unicode
+        form that folds alike: ``forms``), as a snapshot (``None``: the permissions it is listed
+        with): a list the caller changes later compares unequal to it, and a function that raises
+        or a mapping that names the tool in two forms costs that tool only (:class:`_Unreadable`)."""
         if self.permissions is None:
             return None
         try:
-            value = self.permissions(name) if callable(self.permissions) else self.permissions.get(name)
+            if callable(self.permissions):
+                value = self.permissions(name)
+            elif name in self.permissions:
+                value = self.permissions[name]
+            else:
+                keys = forms.get(folded_name(name), [])
+                if len(keys) > 1:
+                    return _Unreadable(f"names it in {len(keys)} Unicode forms: {sorted(map(repr, keys))}")
+                value = self.permissions[keys[0]] if keys else None
         except Exception as e:  # the caller's code: logged when the index is built, never shown
-            return _Unreadable(f"{type(e).__name__}: {e}")
+            return _Unreadable(f"raised {type(e).__name__}: {e}")
         if isinstance(value, str) or value is None:
             return value
         if isinstance(value, Iterable) and not isinstance(value, Mapping):
@@ -213,7 +234,7 @@ class Front:
         for i, (listed, perms) in enumerate(zip(tools, granted, strict=True)):
             try:
                 if isinstance(perms, _Unreadable):
-                    raise InvalidToolError(f"permissions({listed.name!r}) raised {perms.reason}", tool=listed.name)
+                    raise InvalidToolError(f"permissions({listed.name!r}) {perms.reason}", tool=listed.name)
                 if listed.name in (SEARCH, CALL):
                     raise InvalidToolError("the name is reserved for toolsift's meta-tool", tool=listed.name)
                 if listed.name in kept:
@@ -232,7 +253,8 @@ class Front:
             except ToolsiftError as e:
                 log.warning("toolsift front: tool left out: %s", e)
         named = set(self.permissions) if isinstance(self.permissions, Mapping) else set()
-        unknown = sorted(map(str, (named | pinned) - {t.name for t in tools}))
+        forms = {folded_name(t.name) for t in tools}
+        unknown = sorted(str(n) for n in named | pinned if not (isinstance(n, str) and folded_name(n) in forms))
         if unknown:  # a misspelt name would otherwise leave its tool as it came, unnoticed
             log.warning("toolsift front: permissions or pinned name tools the server does not list: %s", unknown[:20])
         return catalog, positions

@@ -324,6 +324,8 @@ def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> Tool:
             fn.get("parameters", {"type": "object"}),
             strict=fn.get("strict"),
         )
+        if _meta(toolbox, given.name):  # the toolbox's own tool_search or call_tool, which run as such
+            return given
         if given.name in toolbox.index and not toolbox.index.allows(given.name, caller=toolbox.perms):
             raise UnknownToolError(given.name)  # a catalog tool the caller may not use, however given
         return given
@@ -331,7 +333,16 @@ def _definition(toolbox: Toolbox, tool: str | Tool | Mapping[str, Any]) -> Tool:
         tool = tool.name
     if not isinstance(tool, str):
         raise InvalidParameterError(f"a tool must be a name, a toolsift.Tool or a mapping, not {type(tool).__name__}")
+    if _meta(toolbox, tool):
+        return _definition(toolbox, next(d for d in toolbox.tools() if d["function"]["name"] == tool))
     return toolbox.index.get(tool, caller=toolbox.perms)  # UnknownToolError for a tool the caller may not use
+
+
+def _meta(toolbox: Toolbox, name: str) -> bool:
+    """Whether ``name`` is one of the meta-tools of ``toolbox`` (with tiers, ``tool_search`` and
+    ``call_tool``): a catalog tool of that name the caller may not use (a toolbox refuses one
+    it may) is not it, and must not make the meta-tool unknown."""
+    return toolbox.tiers is not None and name in (SEARCH, CALL)
 
 
 def _arguments(name: str, arguments: str) -> dict[str, Any]:
