@@ -7,15 +7,18 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import http.client
+import http.server
 import json
 import random
 import socket
 import sqlite3
 import sys
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -266,14 +269,14 @@ def test_rules_match_whatever_the_case_of_the_name() -> None:
 @contextlib.contextmanager
 def _raw_config(transport: str, tmp_path: Path, *args: str) -> Iterator[str]:
     """A gateway config (event log in ``tmp_path``) whose one upstream, ``raw``, is
-    tests/mcp_servers/raw_server.py with ``args``, over stdio or over HTTP (started here, on a
-    free loopback port)."""
+    tests/mcp_servers/raw_server.py with ``args``, over stdio or over HTTP (``http``: JSON
+    answers, ``http-sse``: event streams; started here, on a free loopback port)."""
     head = f"[gateway]\nport = 0\nlog = {json.dumps(str(tmp_path / 'gateway.jsonl'))}\n[servers.raw]\n"
     if transport == "stdio":
         argv = json.dumps([str(SERVERS / "raw_server.py"), *args])
         yield f"{head}command = {json.dumps(sys.executable)}\nargs = {argv}\n"
         return
-    proc, url = serve_http("raw_server.py", *args)
+    proc, url = serve_http("raw_server.py", *args, *(["--sse"] if transport == "http-sse" else []))
     try:
         yield f"{head}url = {json.dumps(url)}\n"
     finally:
@@ -281,7 +284,16 @@ def _raw_config(transport: str, tmp_path: Path, *args: str) -> Iterator[str]:
         proc.wait(10)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("extra", ['"nextCursor":7,', '"_meta":[1],'], ids=["cursor-number", "meta-list"])
+def test_a_field_of_the_page_the_sdk_refuses_costs_that_field_not_the_page(extra: str, tmp_path: Path) -> None:
+    """A page whose ``nextCursor`` is a number failed whole, restart after restart; it is taken
+    without that field (the listing then ends there), its tools kept."""
+    with _raw_config("stdio", tmp_path, "--page-extra", extra) as text, running(text, tmp_path) as gateway:
+        assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt"]
+        assert gateway.upstreams["raw"].restarts == 0
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http", "http-sse"])
 def test_one_undecodable_description_costs_only_that_tool(transport: str, tmp_path: Path) -> None:
     with _raw_config(transport, tmp_path) as text, running(text, tmp_path) as gateway:
         assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt"]
@@ -310,6 +322,9 @@ def _malformed_listing(path: Path) -> None:
     deep: dict[str, Any] = {"type": "object"}
     for _ in range(100):  # 201 levels: past what a tool may nest, and past the SDK's JSON parser
         deep = {"type": "object", "properties": {"x": deep}}
+    meta: dict[str, Any] = {}
+    for _ in range(120):
+        meta = {"vendor": meta}
     good = {"type": "object", "properties": {"q": {"type": "string"}}}
     listing = [
         {"name": "lookup_amber", "description": "Look up facts about amber.", "inputSchema": good},
@@ -321,16 +336,22 @@ def _malformed_listing(path: Path) -> None:
         {"name": "deep_schema", "description": "A schema 201 levels deep.", "inputSchema": deep},
         "not a tool",
         {"name": "lookup_basalt", "description": "Look up facts about basalt.", "inputSchema": good},
+        # nested deep only where no limit of the gateway's applies: served, as in a clean listing
+        {"name": "lookup_cobalt", "description": "Look up facts about cobalt.", "inputSchema": good, "_meta": meta},
     ]
     path.write_text(json.dumps(listing))
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_one_malformed_definition_costs_only_that_tool(transport: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["handshake", "modern"])
+@pytest.mark.parametrize("transport", ["stdio", "http", "http-sse"])
+def test_one_malformed_definition_costs_only_that_tool(transport: str, protocol: str, tmp_path: Path) -> None:
+    """Over either transport, in either era of the protocol (2026-07-28 pages carry fields of
+    their own, which each tool is checked within)."""
     listing = tmp_path / "listing.json"
     _malformed_listing(listing)
-    with _raw_config(transport, tmp_path, "--listing", str(listing)) as text, running(text, tmp_path) as gateway:
-        assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt"]
+    args = ["--listing", str(listing), *(["--modern"] if protocol == "modern" else [])]
+    with _raw_config(transport, tmp_path, *args) as text, running(text, tmp_path) as gateway:
+        assert sorted(gateway.version.entries) == ["raw__lookup_amber", "raw__lookup_basalt", "raw__lookup_cobalt"]
         assert gateway.upstreams["raw"].restarts == 0 and gateway.upstreams["raw"].status == "ready"
 
         async def scenario() -> None:
@@ -510,6 +531,71 @@ def test_a_name_that_folds_like_another_costs_that_tool_not_every_reindex(tmp_pa
     assert [(e["tool"], e["error"]) for e in invalid] == [
         ("evil__ｒｅａｄ", "duplicate name (folds like 'evil__read')")
     ]
+
+
+class _ForwardProxy(http.server.BaseHTTPRequestHandler):
+    """An HTTP forward proxy that takes any host to 127.0.0.1 (so ``upstream.invalid``, which
+    resolves nowhere, is reachable only through it), recording each request it forwards."""
+
+    protocol_version = "HTTP/1.1"
+    forwarded: ClassVar[list[str]] = []
+
+    def _forward(self) -> None:
+        target = urllib.parse.urlsplit(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+        self.forwarded.append(f"{self.command} {self.path}")
+        upstream = http.client.HTTPConnection("127.0.0.1", target.port, timeout=10)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection", "host")}
+        upstream.request(self.command, target.path or "/", body=body, headers=headers)
+        answer = upstream.getresponse()
+        data = answer.read()
+        self.send_response(answer.status)
+        for k, v in answer.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = _forward
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_http_upstream_is_reached_through_the_environments_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Giving the HTTP client a transport of its own (to screen listings) had turned off the
+    proxies it reads from the environment: an upstream reachable only through HTTP_PROXY was
+    never reached again."""
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ForwardProxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    proc, url = serve_http("raw_server.py")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    listings: list[list[str]] = []
+
+    async def listed(server: str, tools: list[Any], refused: list[Any]) -> None:
+        listings.append([t.name for t in tools])
+
+    upstream = Upstream(ServerConfig("raw", url=url.replace("127.0.0.1", "upstream.invalid")), listed)
+
+    async def scenario() -> None:
+        with anyio.move_on_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(upstream.run)
+                while not listings:
+                    await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(scenario)
+    finally:
+        proxy.shutdown()
+        proc.terminate()
+        proc.wait(10)
+    assert listings == [["lookup_amber", "lookup_basalt"]] and upstream.restarts == 0
+    assert any("upstream.invalid" in line for line in _ForwardProxy.forwarded)
 
 
 def test_the_catalog_does_not_depend_on_which_upstream_answered_first() -> None:

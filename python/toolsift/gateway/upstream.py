@@ -100,7 +100,7 @@ class Upstream:
             http = httpx2.AsyncClient(
                 headers=dict(c.headers),
                 timeout=httpx2.Timeout(LIST_TIMEOUT, read=300.0),
-                transport=_Reparsing(httpx2.AsyncHTTPTransport(), screen),
+                event_hooks={"response": [screen.on_response]},
             )
             return _closing(http, Client(_lenient(streamable_http_client(c.url, http_client=http), screen), **options))
         assert c.command is not None
@@ -194,17 +194,22 @@ class Upstream:
     async def _page(self, client: Client, cursor: str | None) -> types.ListToolsResult:
         """One page of the listing. A page the SDK refuses as a whole (one malformed tool is
         enough) is asked for again with the :class:`ToolScreen` on, which drops the tools the SDK
-        would refuse, so that only they are lost."""
-        while True:
-            try:
-                with anyio.fail_after(LIST_TIMEOUT):
-                    return await client.list_tools(cursor=cursor)
-            except (ValueError, MCPError) as e:  # pydantic's ValidationError is a ValueError
-                if self._screen.active or (isinstance(e, MCPError) and e.code != types.PARSE_ERROR):
-                    raise
-                reason = _describe(e).partition("\n")[0][:200]
-                log.warning("upstream %s: tools/list refused whole (%s); asking again, tool by tool", self.name, reason)
-                self._screen.active = True
+        would refuse, so that only they are lost; then the screen is off again (each page is
+        judged alone, whatever came before)."""
+        try:
+            with anyio.fail_after(LIST_TIMEOUT):
+                return await client.list_tools(cursor=cursor)
+        except (ValueError, MCPError) as e:  # pydantic's ValidationError is a ValueError
+            if isinstance(e, MCPError) and e.code != types.PARSE_ERROR:
+                raise
+            reason = _describe(e).partition("\n")[0][:200]
+            log.warning("upstream %s: tools/list refused whole (%s); asking again, tool by tool", self.name, reason)
+        self._screen.active = True
+        try:
+            with anyio.fail_after(LIST_TIMEOUT):
+                return await client.list_tools(cursor=cursor)
+        finally:
+            self._screen.active = False
 
     async def _listen(self, client: Client) -> None:
         try:
@@ -290,11 +295,11 @@ class ToolScreen:
 
     The SDK checks a listing as one value, so a single malformed tool (an ``inputSchema`` that is
     a string or ``null``, a name that is a number, a schema nested hundreds of levels deep) failed
-    the whole listing: the upstream reconnected forever and none of its tools were served. Once
-    :attr:`active` (set by :meth:`Upstream._page` when the SDK refused a listing, which it then
-    asks for again), each answer to a ``tools/list`` this connection sends is checked tool by
-    tool with the SDK's own checks for the negotiated version; each tool that fails is dropped and
-    kept in :attr:`refused` (``{"tool", "error"}``), and the rest of the listing goes on. Until
+    the whole listing: the upstream reconnected forever and none of its tools were served. While
+    :attr:`active` (set by :meth:`Upstream._page` when the SDK refused a page, which it then asks
+    for again, and cleared once that page is in), each answer to a ``tools/list`` is checked tool
+    by tool with the SDK's own checks for the negotiated version; each tool that fails is dropped
+    and kept in :attr:`refused` (``{"tool", "error"}``), and the rest of the page goes on. Until
     then it costs nothing: a well-formed listing is checked once, by the SDK.
     """
 
@@ -323,15 +328,21 @@ class ToolScreen:
         return SessionMessage(message.model_copy(update={"result": result}), item.metadata)
 
     def screened(self, result: object, *, text: bool = False) -> dict[str, Any] | None:
-        """``result`` (a listing) without the tools the SDK would refuse, or ``None`` when it keeps
-        them all or is no listing. With ``text``, a tool holding a string that is not Unicode
-        (an escaped lone surrogate) is refused too: such a listing must be written out again."""
+        """``result`` (a page of a listing) without the tools the SDK would refuse (and without
+        a field of the page it would refuse, see :meth:`_page_fields`), or ``None`` when it keeps
+        them all, or when the page cannot be taken even so (``tools`` not a list, a required
+        field missing): the SDK refuses that as a whole, as before. With ``text``, a tool holding
+        a string that is not Unicode (an escaped lone surrogate) is refused too: such a page must
+        be written out again as JSON text."""
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(result, dict) or not isinstance(tools, list):
-            return None  # not a listing at all: the SDK refuses it as a whole, as it should
+            return None
+        page = self._page_fields({k: v for k, v in result.items() if k != "tools"})  # each tool is checked within it
+        if page is None:
+            return None
         kept = []
         for position, tool in enumerate(tools):
-            error = self._tool_refusal(tool, text)
+            error = self._tool_refusal(page, tool, text)
             if error is None:
                 kept.append(tool)
                 continue
@@ -339,39 +350,78 @@ class ToolScreen:
             name = name if isinstance(name, str) else f"#{position}"
             self.refused.append({"tool": name[:200], "error": error})
             log.warning("upstream %s: tool %.200s refused: %s", self.server, name, error)
-        return {**result, "tools": kept} if len(kept) < len(tools) else None
+        changed = len(kept) < len(tools) or len(page) < len(result) - 1
+        return {**page, "tools": kept} if changed else None
 
-    def _refusal(self, result: object) -> str | None:
-        """Why the SDK would refuse ``result`` as a listing (a short reason), or ``None``."""
+    def _page_fields(self, page: dict[str, Any]) -> dict[str, Any] | None:
+        """The fields of a page, its tools aside, as the SDK would take them: a field it refuses
+        (a ``nextCursor`` that is a number, a ``_meta`` that is a list) is left out, logged, so
+        that the page's tools are kept (without its ``nextCursor``, the listing ends at this
+        page); ``None`` when the page is refused even so (a required field missing or wrong)."""
+        page = dict(page)
+        while (error := self._error({**page, "tools": []})) is not None:
+            where = error.errors()[0]["loc"] if isinstance(error, ValidationError) else ()
+            field = str(where[0]) if where else None
+            if field is None or field not in page:
+                return None
+            ends = " (the listing ends at this page)" if field == "nextCursor" else ""
+            log.warning("upstream %s: the listing's %s is refused, left out%s: %s", self.server, field, ends, error)
+            del page[field]
+        return page
+
+    def _refusal(self, result: dict[str, Any]) -> str | None:
+        """Why the SDK would refuse ``result`` as a page of a listing (a short reason), or ``None``."""
+        error = self._error(result)
+        if error is None:
+            return None
+        return _first_error(error) if isinstance(error, ValidationError) else f"{type(error).__name__}: {error}"[:200]
+
+    def _error(self, result: dict[str, Any]) -> Exception | None:
+        """What the SDK would raise on ``result`` as a page of a listing, or ``None``."""
         try:
             with contextlib.suppress(KeyError):  # a version without this method: the SDK skips it too
-                validate_server_result("tools/list", self.version or "2025-11-25", result)  # type: ignore[arg-type]
+                validate_server_result("tools/list", self.version or "2025-11-25", result)
             types.ListToolsResult.model_validate(result, by_name=False)
-        except ValidationError as e:
-            return _first_error(e)
-        except (ValueError, RecursionError) as e:  # the serializer's "circular reference": too deep
-            return f"{type(e).__name__}: {e}"[:200]
+        except (ValueError, RecursionError) as e:  # ValidationError; the serializer's "circular reference"
+            return e
         return None
 
-    def _tool_refusal(self, tool: object, text: bool) -> str | None:
+    def _tool_refusal(self, page: dict[str, Any], tool: object, text: bool) -> str | None:
         if not isinstance(tool, dict):
             return f"a tool must be a JSON object, not {type(tool).__name__}"
-        for field, value in tool.items():
-            if json_shape(value)[0] > MAX_SCHEMA_DEPTH:
+        for field in ("inputSchema", "outputSchema"):  # as deep as the gateway takes a schema
+            if json_shape(tool.get(field))[0] > MAX_SCHEMA_DEPTH:
                 return f"{field} nests deeper than {MAX_SCHEMA_DEPTH} levels"
         if text:
             try:
                 json.dumps(tool, ensure_ascii=False).encode("utf-8")
             except UnicodeEncodeError:
                 return "a text is not valid Unicode (it holds a lone surrogate)"
-        return self._refusal({"tools": [tool]})
+        return self._refusal({**page, "tools": [tool]})
 
-    def reparsed_body(self, request: bytes, body: bytes) -> bytes | None:
-        """The JSON body of an HTTP answer to ``request``, written out again without the tools
-        the SDK would refuse when the SDK cannot parse it (nested past its parser's limit, or
-        holding a lone surrogate) and it answers a ``tools/list``; ``None`` to leave it as is."""
-        if not self.active or b"tools/list" not in request:
-            return None
+    async def on_response(self, response: httpx2.Response) -> None:
+        """An HTTP client's response hook: while :attr:`active`, the answer to a ``tools/list``
+        POST (a JSON body or an event stream) that the SDK's parser would refuse (nested past
+        its limit, or holding a lone surrogate) is read whole and written again without the
+        tools the SDK would refuse. The SDK's HTTP client turns such a body into an error for
+        the request, so the screen of the messages never sees that listing."""
+        request = response.request
+        if not self.active or request.method != "POST" or b"tools/list" not in request.content:
+            return
+        kind = response.headers.get("content-type", "").lower()
+        if not kind.startswith(("application/json", "text/event-stream")):
+            return
+        body = await response.aread()
+        if kind.startswith("application/json"):
+            fixed = self._rewritten(request.content, body)
+        else:
+            fixed = self._rewritten_events(request.content, body)
+        if fixed is not None:
+            response._content = fixed  # what the SDK's aread and event reader then read
+
+    def _rewritten(self, request: bytes, body: bytes | str) -> bytes | None:
+        """One JSON-RPC answer to ``request`` written again without the tools the SDK would
+        refuse, when the SDK cannot parse it and it answers a ``tools/list``; else ``None``."""
         try:
             types.jsonrpc_message_adapter.validate_json(body, by_name=False)
             return None
@@ -380,47 +430,27 @@ class ToolScreen:
         try:
             asked, answer = json.loads(request), json.loads(body)
         except (ValueError, RecursionError):
-            return None
+            return None  # nested past what the standard library parses too: the SDK refuses it
         if not isinstance(asked, dict) or asked.get("method") != "tools/list" or not isinstance(answer, dict):
             return None
         result = self.screened(answer.get("result"), text=True)
         return None if result is None else json.dumps({**answer, "result": result}).encode()
 
-
-class _Reparsing(httpx2.AsyncBaseTransport):
-    """An HTTP transport whose JSON answers to ``tools/list`` go through
-    :meth:`ToolScreen.reparsed_body`: the SDK's HTTP client turns a body its parser refuses into
-    an error for the request, so the screen of the messages never sees that listing."""
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport, screen: ToolScreen) -> None:
-        self._inner, self._screen = inner, screen
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
-        if (
-            not self._screen.active
-            or request.method != "POST"
-            or not response.headers.get("content-type", "").lower().startswith("application/json")
-        ):
-            return response
-        try:
-            body = await response.aread()
-        finally:
-            await response.aclose()
-        fixed = self._screen.reparsed_body(request.content, body)
-        headers = [
-            (k, v) for k, v in response.headers.items() if k.lower() not in ("content-length", "content-encoding")
-        ]
-        return httpx2.Response(
-            response.status_code,
-            headers=headers,
-            content=body if fixed is None else fixed,
-            request=request,
-            extensions=response.extensions,
-        )
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    def _rewritten_events(self, request: bytes, body: bytes) -> bytes | None:
+        """An event stream with the data of each event :meth:`_rewritten` would write again
+        replaced (one ``data:`` line); ``None`` when no event changes."""
+        lines, out, data, changed = body.decode("utf-8", "surrogateescape").splitlines(), [], [], False
+        for line in [*lines, ""]:
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+                continue
+            if data and not line:
+                fixed = self._rewritten(request, "\n".join(data))
+                changed = changed or fixed is not None
+                out.extend([f"data: {fixed.decode()}"] if fixed is not None else [f"data: {d}" for d in data])
+                data = []
+            out.append(line)
+        return "\n".join(out).encode("utf-8", "surrogateescape") if changed else None
 
 
 def _first_error(e: ValidationError) -> str:
