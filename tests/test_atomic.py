@@ -144,6 +144,23 @@ def test_a_save_removes_old_temporary_files_of_its_target_that_no_process_holds(
     assert stale.name.startswith(".file.") and stale.name.endswith(_atomic.TEMP_SUFFIX)
 
 
+@SAVES
+def test_a_file_name_near_the_longest_allowed_is_saved_and_errors_name_the_file_asked_for(
+    tmp_path: Path, save: Callable[[Path], None]
+) -> None:
+    """The temporary file's name added 31 bytes to the target's: a valid name of 230 bytes could
+    not be saved ("File name too long"), and a missing folder was reported under the temporary
+    file's name, which the user never gave."""
+    long = tmp_path / ("n" * 240)
+    save(long)
+    save(long)  # over the first: its temporary files are named after a hash of the name
+    assert sorted(p.name for p in tmp_path.iterdir()) == [long.name]
+    missing = tmp_path / "no" / "such" / "x.idx"
+    with pytest.raises(FileNotFoundError) as e:
+        save(missing)
+    assert e.value.filename == str(missing)
+
+
 def test_a_save_through_a_symbolic_link_replaces_the_file_it_names_and_keeps_the_link(tmp_path: Path) -> None:
     (tmp_path / "versions").mkdir()
     ts.Catalog([ts.Tool("old")]).save(tmp_path / "versions" / "v1.jsonl")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,17 @@ def test_search_reports_a_bad_catalog_as_an_error_not_a_traceback(tmp_path: Path
     run = subprocess.run([sys.executable, "-m", "toolsift", "search", str(bad), "x"], capture_output=True, text=True)
     assert run.returncode == 2
     assert "duplicate name" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_catalog_given_as_a_pipe_is_refused_not_read_without_its_first_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command read the first bytes to tell an index file from a catalog, and the loader then
+    read what was left of the pipe: a catalog of 200 tools loaded 136, and the command succeeded."""
+    fifo = tmp_path / "tools.fifo"
+    os.mkfifo(fifo)
+    assert main(["search", str(fifo), "weather"]) == 2
+    assert "a pipe, which cannot be read twice" in capsys.readouterr().err
 
 
 def test_demo_indexes_the_aws_catalog_and_selects_for_a_request(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@ caller's view, reproducible output, the command line, and a real catalog (BFCL).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import subprocess
@@ -266,11 +267,44 @@ def test_the_command_names_the_bad_file(catalog_file: Path, tmp_path: Path, caps
     ts.Index(CLEAN).save(other)
     assert main(["doctor", str(catalog_file), "--index", str(other)]) == 2
     assert f"{other}: the index holds other tools" in capsys.readouterr().err
+    # the same names, other definitions: an index saved from an older catalog was checked as it was
+    stale = tmp_path / "stale.tsidx"
+    old = [dataclasses.replace(t, description="") for t in ts.Catalog.from_file(catalog_file)]
+    ts.Index(old).save(stale)
+    assert main(["doctor", str(catalog_file), "--index", str(stale)]) == 2
+    assert "holds another definition of" in capsys.readouterr().err
+    fresh = tmp_path / "fresh.tsidx"
+    ts.Index(ts.Catalog.from_file(catalog_file)).save(fresh)
+    assert main(["doctor", str(catalog_file), "--index", str(fresh)]) == 0
     assert main(["doctor", str(catalog_file), "--usage", str(tmp_path / "none.sqlite")]) == 2
     assert "none.sqlite: no such usage database" in capsys.readouterr().err
     assert not (tmp_path / "none.sqlite").exists()
     assert main(["doctor"]) == 2
     assert isinstance(SnapshotError("x"), ValueError)
+
+
+def test_a_report_that_cannot_be_written_leaves_the_old_one_whole(tmp_path: Path) -> None:
+    """Reports were written in place: a write that failed (a full disk, a quota; here a limit on
+    file size) left neither the old report nor the new one."""
+    import resource
+
+    catalog = tmp_path / "tools.jsonl"
+    catalog.write_text(
+        "".join(json.dumps({"name": f"tool_{i}", "description": f"does thing {i}"}) + "\n" for i in range(400))
+    )
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "toolsift", "doctor", str(catalog), "--json", str(report)]
+    assert subprocess.run(command, capture_output=True).returncode == 0
+    before = report.read_bytes()
+    assert len(before) > 65536
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+
+    run = subprocess.run(command, capture_output=True, text=True, preexec_fn=small_files)
+    assert run.returncode == 2 and f"cannot write {report}" in run.stderr and "Traceback" not in run.stderr
+    assert report.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "tools.jsonl"]  # no temporary file left
 
 
 def test_the_command_reads_a_usage_store_without_changing_the_file(

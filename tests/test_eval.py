@@ -257,6 +257,32 @@ def test_unicode_line_separators_in_queries_do_not_break_a_labelled_file_or_a_ga
     assert [q.offered for q in data.queries] == [("get_weather",), ()]  # what each search returned
 
 
+def test_a_gateway_logs_lookups_are_no_requests_and_its_cut_queries_lose_the_mark(tmp_path: Path) -> None:
+    """``select:`` and ``group:`` searches were scored as ranked requests (labelled with the very
+    tools they named), and took the calls after them from the search before."""
+    from toolsift.gateway.server import MAX_LOG_CHARS, EventLog
+
+    log = tmp_path / "gateway.jsonl"
+    ts.Catalog([ts.Tool("get_weather", "Current weather"), ts.Tool("send_email", "Send an email")]).save(
+        f"{log}.tools.jsonl"
+    )
+    long = "weather " * 400
+    events = EventLog(str(log))
+    for event, fields in [
+        ("search", {"query": "weather in Paris", "tools": ["get_weather"]}),
+        ("search", {"query": "select:send_email", "tools": ["send_email"]}),
+        ("call", {"tool": "send_email", "outcome": "ok"}),
+        ("search", {"query": "group:mail", "tools": ["send_email"]}),
+        ("call", {"tool": "send_email", "outcome": "ok"}),
+        ("search", {"query": long, "tools": ["get_weather"]}),
+        ("call", {"tool": "get_weather", "outcome": "ok"}),
+    ]:
+        events.write(event, caller="ann", **fields)
+    events.close()
+    data = load_gateway_log(log)
+    assert [(q.text, q.relevant) for q in data.queries] == [(long[:MAX_LOG_CHARS], ("get_weather",))]
+
+
 def test_the_relevance_gate_is_scored_on_requests_no_tool_fits(
     labelled: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

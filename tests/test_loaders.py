@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from toolsift.errors import (
     CatalogError,
     CatalogFormatError,
     InvalidParameterError,
+    InvalidToolError,
     InvalidToolTypeError,
     SchemaError,
 )
@@ -193,6 +195,45 @@ def test_loader_options_never_strip_what_a_file_says_and_warn_of_unknown_names(
     odd.write_text('{"name": "a", "description": "x", "parameters": {"type": "object"}, "core": 0}\n')
     with pytest.raises(CatalogError, match="core"):
         ts.Catalog.from_file(odd)
+
+
+def test_permissions_and_core_named_in_another_unicode_form_still_apply(caplog: pytest.LogCaptureFixture) -> None:
+    """They were looked up by exact name: a listing spelling "café" decomposed, where the
+    mapping has it composed, gave that tool no permission (public) and no core flag."""
+    composed, decomposed = "caf\u00e9_refund", "cafe\u0301_refund"
+    listed = {"tools": [{"name": decomposed, "description": "Refund a payment", "inputSchema": {"type": "object"}}]}
+    with caplog.at_level("WARNING", logger="toolsift.loaders"):
+        [tool] = ts.Catalog.from_mcp(listed, permissions={composed: ["billing"]}, core=[composed])
+    assert (tool.name, tool.permissions, tool.core) == (decomposed, ("billing",), True)
+    assert ts.Index([tool]).search("refund a payment") == []  # not public
+    assert "not in the catalog" not in caplog.text
+    wide = "\uff43af\u00e9_refund"  # a full-width "c": the mapping's two forms both fold like it
+    listed["tools"][0]["name"] = wide
+    with pytest.raises(InvalidToolError, match="permissions name this tool in 2 Unicode forms") as e:
+        ts.Catalog.from_mcp(listed, permissions={composed: ["billing"], decomposed: []})
+    assert e.value.tool == wide and e.value.field == "permissions"
+
+
+@pytest.mark.parametrize(
+    ("load", "item", "field"),
+    [
+        (ts.Catalog.from_openai, {"name": "put", "inputSchema": SCHEMA}, "inputSchema"),
+        (
+            ts.Catalog.from_openai,
+            {"type": "function", "function": {"name": "put", "input_schema": SCHEMA}},
+            "input_schema",
+        ),
+        (ts.Catalog.from_mcp, {"name": "put", "parameters": SCHEMA}, "parameters"),
+        (ts.Catalog.from_mcp, {"name": "put", "input_schema": SCHEMA}, "input_schema"),
+    ],
+)
+def test_a_tool_given_to_the_loader_of_another_shape_is_refused_not_loaded_without_its_schema(
+    load: Any, item: dict[str, Any], field: str
+) -> None:
+    """It loaded with an empty schema and not a word logged."""
+    with pytest.raises(CatalogFormatError, match="load it with the loader of that shape") as e:
+        load([item])
+    assert e.value.tool == "put" and e.value.field == field
 
 
 def test_a_key_given_twice_in_one_object_is_refused_not_read_as_the_last(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ gets those the umask allows (``0o666 & ~umask``), as ``open()`` would give it. A
 removes its temporary file.
 
 A save killed mid-write cannot remove its temporary file. Such files are named
-``.<target name>.<16 hex digits>.toolsift-tmp``, and every save of a target removes those of the
+``.<target name>.<16 hex digits>.toolsift-tmp`` (for a name too long to fit that in a file
+name, a hash of it in place of the name), and every save of a target removes those of the
 same target that were last written more than :data:`STALE_AFTER_S` ago and that no process holds:
 a save holds an exclusive ``flock`` on its temporary file while it writes, so a slow save still
 running is never touched (where ``fcntl`` is missing, on Windows, the age alone decides, and the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import secrets
@@ -39,6 +41,7 @@ except ImportError:  # pragma: no cover - Windows
 STALE_AFTER_S = 15 * 60.0
 TEMP_SUFFIX = ".toolsift-tmp"
 _BUFFER = 1 << 20
+_NAME_MAX = 255
 
 
 def write_atomic(path: str | Path, chunks: Iterable[bytes]) -> None:
@@ -80,11 +83,13 @@ def create_temp(target: Path, mode: int | None) -> tuple[int, Path]:
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     while True:
-        temp = target.with_name(f".{target.name}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
+        temp = target.with_name(f".{_stem(target)}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
         try:
             fd = os.open(temp, flags, 0o600 if mode is not None else 0o666)  # the umask applies here
         except FileExistsError:  # pragma: no cover - 64 random bits
             continue
+        except OSError as e:  # named as the file asked for, not our temporary one
+            raise type(e)(e.errno, e.strerror, str(target)) from None
         break
     try:
         if fcntl is not None:
@@ -98,9 +103,18 @@ def create_temp(target: Path, mode: int | None) -> tuple[int, Path]:
     return fd, temp
 
 
+def _stem(target: Path) -> str:
+    """What the temporary files of ``target`` are named after: its name, or a hash of a name too
+    long for a temporary file's name (``NAME_MAX``, 255 bytes on most systems) to hold it."""
+    name = target.name
+    if len(os.fsencode(name)) + 18 + len(TEMP_SUFFIX) <= _NAME_MAX:
+        return name
+    return "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:32]
+
+
 def remove_stale(target: Path) -> None:
     """Removes the temporary files of ``target`` that killed saves left (see the module notes)."""
-    pattern = re.compile(re.escape(f".{target.name}.") + "[0-9a-f]{16}" + re.escape(TEMP_SUFFIX))
+    pattern = re.compile(re.escape(f".{_stem(target)}.") + "[0-9a-f]{16}" + re.escape(TEMP_SUFFIX))
     now = time.time()
     try:
         entries = list(os.scandir(target.parent))

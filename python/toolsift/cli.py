@@ -11,6 +11,8 @@ import contextlib
 import functools
 import json
 import logging
+import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -139,11 +141,23 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+def _write_report(path: str, text: str) -> None:
+    """Writes a report file atomically: a write that fails leaves the old report whole."""
+    from ._atomic import write_atomic
+
+    try:
+        write_atomic(path, [text.encode("utf-8")])
+    except OSError as e:
+        raise ToolsiftError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def _saved(path: str) -> bool:
     """Whether ``path`` is an index file (written by ``toolsift index`` or :meth:`Index.save`)."""
     from .snapshot import MAGIC
 
     try:
+        if stat.S_ISFIFO(os.stat(path).st_mode):  # the bytes read here would be lost to the loader
+            raise ToolsiftError(f"{path}: a pipe, which cannot be read twice: give a file")
         with open(path, "rb") as f:
             return f.read(len(MAGIC)) == MAGIC
     except OSError as e:
@@ -279,13 +293,13 @@ def evaluate(args: argparse.Namespace) -> int:
             f"{replayed.learned_tools:,} tools learned words; the other {len(dataset.queries):,} scored."
         )
     if args.json:
-        Path(args.json).write_text(ev.to_json(results, dataset, gate=gate_rows), encoding="utf-8")
+        _write_report(args.json, ev.to_json(results, dataset, gate=gate_rows))
     if args.report:
         from .eval.report import html_report, token_curve
 
         with _progress("Token curve"):
             curve = token_curve(dataset, args.budget_tokens)
-        Path(args.report).write_text(html_report(results, dataset, curve), encoding="utf-8")
+        _write_report(args.report, html_report(results, dataset, curve))
         print(f"report: {args.report}", file=sys.stderr)
     return 0
 
@@ -332,9 +346,9 @@ def run_doctor(args: argparse.Namespace) -> int:
     _print_checkup(checkup, args.limit)
     print(f"doctor: {checkup.tools:,} tools checked in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(checkup.to_json() + "\n", encoding="utf-8")
+        _write_report(args.json, checkup.to_json() + "\n")
     if args.html:
-        Path(args.html).write_text(checkup.to_html(), encoding="utf-8")
+        _write_report(args.html, checkup.to_html())
     return 0
 
 

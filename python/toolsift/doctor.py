@@ -176,6 +176,11 @@ def _index(catalog: Catalog | Iterable[Tool] | Index, index: Index | None) -> In
         where = next((i for i, (a, b) in enumerate(zip(index.names, tools.names, strict=False)) if a != b), None)
         at = f"at position {where} ({index.names[where]!r} in the index)" if where is not None else "in number"
         raise InvalidParameterError(f"the index holds other tools than the catalog: they differ {at}")
+    for i, tool in enumerate(tools):  # the same names, from an older catalog, would be checked as they were
+        if index.tool(i).to_json() != tool.to_json():
+            raise InvalidParameterError(
+                f"the index holds another definition of {tool.name!r} than the catalog (saved from an older one?)"
+            )
     return index
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .arguments import tool_names
-from .errors import CatalogEncodingError, CatalogFormatError, InvalidParameterError, ToolsiftError
+from .errors import CatalogEncodingError, CatalogFormatError, InvalidParameterError, InvalidToolError, ToolsiftError
 
 log = logging.getLogger("toolsift.loaders")
 
@@ -78,29 +78,75 @@ def _field(item: Mapping[str, Any], key: str, position: int, kind: type, default
     return value
 
 
+def _the_name(name: Any, names: set[Any], forms: dict[str, list[str]], field: str) -> str | None:
+    """The key of ``names`` that names tool ``name`` (in any Unicode form), or ``None``.
+
+    Raises:
+        InvalidToolError: ``names`` holds the tool in several forms (which would apply?).
+    """
+    from .registry import matching_names  # here: the registry imports this module
+
+    if not isinstance(name, str):
+        return None  # refused, naming the tool, when the tool is made
+    keys = matching_names(name, names, forms)
+    if len(keys) > 1:
+        raise InvalidToolError(
+            f"{field} name this tool in {len(keys)} Unicode forms: {sorted(keys)}", tool=name, field=field
+        )
+    return keys[0] if keys else None
+
+
 def _finish(make: type[T], tools: list[dict[str, Any]], permissions: Permissions, core: Iterable[str]) -> list[T]:
     if permissions is not None and not isinstance(permissions, Mapping) and not callable(permissions):
         kind = type(permissions).__name__
         raise InvalidParameterError(f"permissions must map tool names to permissions (or be a function), not {kind}")
+    from .registry import folded_name, name_forms  # here: the registry imports this module
+
     core_names = set(tool_names("core", core))  # not a bare string, read letter by letter
+    given = set(permissions) if isinstance(permissions, Mapping) else set()
+    given_forms, core_forms = name_forms(given), name_forms(core_names)
     out = []
     for spec in tools:
         name = spec["name"]
-        if permissions is not None:  # a tool it does not name keeps the permissions it came with
-            perms = permissions(name) if callable(permissions) else permissions.get(name)
-            if perms is not None:
-                spec["permissions"] = perms
-        if name in core_names:
+        if callable(permissions):
+            perms = permissions(name)
+        elif permissions is not None:  # a tool it does not name keeps the permissions it came with
+            key = _the_name(name, given, given_forms, "permissions")
+            perms = None if key is None else permissions[key]
+        if permissions is not None and perms is not None:
+            spec["permissions"] = perms
+        if _the_name(name, core_names, core_forms, "core") is not None:
             spec["core"] = True
         out.append(make(**spec))
-    given = set(permissions) if isinstance(permissions, Mapping) else set()
-    unknown = sorted(map(str, (given | core_names) - {spec["name"] for spec in tools}))
+    listed = {folded_name(spec["name"]) for spec in tools if isinstance(spec["name"], str)}
+    unknown = sorted(str(n) for n in given | core_names if not (isinstance(n, str) and folded_name(n) in listed))
     if unknown:  # a misspelt name would otherwise leave its tool as it came, unnoticed
         log.warning("permissions or core name tools that are not in the catalog: %s", unknown[:20])
     return out
 
 
+#: Where each shape keeps a tool's schema: an item with another shape's key and not its own was
+#: given to the wrong loader, and would load with no parameters.
+_SCHEMA_KEYS = {"inputSchema": "MCP", "parameters": "OpenAI or toolsift", "input_schema": "Anthropic"}
+
+
+def _own_schema(item: Mapping[str, Any], own: str, i: int) -> None:
+    """Refuses an item that keeps its schema under another shape's key (``own``: this shape's)."""
+    if own in item:
+        return
+    other = next((k for k in _SCHEMA_KEYS if k != own and k in item), None)
+    if other is not None:
+        name = item.get("name")
+        raise CatalogFormatError(
+            f"item {i} is an {_SCHEMA_KEYS[other]} tool (its schema is in {other!r}, not {own!r}): "
+            "load it with the loader of that shape",
+            tool=name if isinstance(name, str) else f"#{i}",
+            field=other,
+        )
+
+
 def _mcp_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
+    _own_schema(item, "inputSchema", i)
     spec = {
         "name": _field(item, "name", i, str),
         "description": _field(item, "description", i, str, ""),
@@ -120,6 +166,7 @@ def _openai_spec(item: Mapping[str, Any], i: int) -> dict[str, Any]:
     if item.get("type", "function") != "function":
         raise CatalogFormatError(f"item {i} is a {item.get('type')!r} tool, not a function", tool=f"#{i}", field="type")
     fn = _field(item, "function", i, Mapping) or item  # Chat Completions nests; Responses API is flat
+    _own_schema(fn, "parameters", i)
     return _strict(
         {
             "name": _field(fn, "name", i, str),

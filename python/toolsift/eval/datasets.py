@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -135,13 +136,18 @@ def _kind(value: Any) -> str:
     return "null or missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"
 
 
+#: How the gateway's event log ends a text it cut (``gateway.server.MAX_LOG_CHARS``).
+_CUT = re.compile(r"…\[\d+ more characters\]\Z")
+
+
 def load_gateway_log(log: str | Path, *, catalog: Catalog | None = None) -> Dataset:
     """A dataset from a gateway's JSONL log and the catalog it keeps beside it (``LOG.tools.jsonl``,
     or ``catalog`` when given).
 
     Each ``tool_search`` query is labelled with the tools the same caller then ran successfully
     (before its next search), and keeps the tools that search returned as
-    :attr:`LabelledQuery.offered`; searches followed by no successful call are left out.
+    :attr:`LabelledQuery.offered`; searches followed by no successful call are left out, and so
+    are lookups (``select:...``, ``group:...``, which rank nothing and end the search before).
     """
     path = Path(log)
     tools = Catalog.from_file(Path(f"{path}.tools.jsonl")) if catalog is None else catalog
@@ -153,9 +159,13 @@ def load_gateway_log(log: str | Path, *, catalog: Catalog | None = None) -> Data
             raise CatalogFormatError(f"{path}: line {n} is a {type(event).__name__}, not a JSON object")
         caller = str(event.get("caller"))
         if event.get("event") == "search" and isinstance(event.get("query"), str):
+            query = _CUT.sub("", event["query"])  # the log's mark of a query it cut short
+            if not query.strip() or query.startswith(("select:", "group:")):
+                last.pop(caller, None)  # a lookup by name or group: no request ranked, and it ends the last
+                continue
             last[caller] = len(rows)
             found = event.get("tools")
-            rows.append((event["query"], [], tuple(str(t) for t in found) if isinstance(found, list) else ()))
+            rows.append((query, [], tuple(str(t) for t in found) if isinstance(found, list) else ()))
         elif event.get("event") == "call" and event.get("outcome") == "ok" and caller in last:
             used = rows[last[caller]][1]
             if event.get("tool") not in used and catalog.get(str(event.get("tool"))) is not None:

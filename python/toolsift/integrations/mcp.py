@@ -46,7 +46,7 @@ from ..gateway.versions import digest
 from ..index import Index
 from ..loaders import load_mcp
 from ..plan import CALL, SEARCH
-from ..registry import Catalog, Tool, folded_name
+from ..registry import Catalog, Tool, folded_name, matching_names, name_forms
 from ..tiers import Hooks, Toolbox, ToolTierOptions, check_parts
 
 log = logging.getLogger("toolsift.integrations.mcp")
@@ -189,17 +189,12 @@ class Front:
         version.listed, version.seen = {tools[i].name: tools[i] for i in version.kept}, seen
         return version
 
-    def _forms(self) -> dict[str, list[Any]]:
-        """The names ``permissions`` (a mapping) holds, by the form a reader tells names apart
-        by (:func:`~toolsift.registry.folded_name`): a server may list "café" decomposed where
-        the mapping has it composed, and that tool must not go out with no permission."""
-        forms: dict[str, list[Any]] = {}
-        if isinstance(self.permissions, Mapping):
-            for key in self.permissions:
-                forms.setdefault(folded_name(key) if isinstance(key, str) else key, []).append(key)
-        return forms
+    def _forms(self) -> dict[str, list[str]]:
+        """The names ``permissions`` (a mapping) holds, by their folded form (see
+        :func:`~toolsift.registry.matching_names`)."""
+        return name_forms(self.permissions) if isinstance(self.permissions, Mapping) else {}
 
-    def _granted(self, name: str, forms: Mapping[str, list[Any]]) -> Any:
+    def _granted(self, name: str, forms: Mapping[str, list[str]]) -> Any:
         """What ``permissions`` gives tool ``name`` (looked up as written, else in any Unicode
         form that folds alike: ``forms``), as a snapshot (``None``: the permissions it is listed
         with): a list the caller changes later compares unequal to it, and a function that raises
@@ -209,10 +204,8 @@ class Front:
         try:
             if callable(self.permissions):
                 value = self.permissions(name)
-            elif name in self.permissions:
-                value = self.permissions[name]
             else:
-                keys = forms.get(folded_name(name), [])
+                keys = matching_names(name, self.permissions, forms)
                 if len(keys) > 1:
                     return _Unreadable(f"names it in {len(keys)} Unicode forms: {sorted(map(repr, keys))}")
                 value = self.permissions[keys[0]] if keys else None
