@@ -28,7 +28,7 @@ def test_a_search_and_the_call_after_it_teach_that_callers_ranking_only(weather_
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, ALICE) as alice, session(gateway, BOB) as bob:
+            async with session(gateway, ALICE, mode="legacy") as alice, session(gateway, BOB, mode="legacy") as bob:
                 await teach(alice)
 
                 async def learned() -> bool:
@@ -50,7 +50,7 @@ def test_a_shared_scope_pools_callers_and_survives_a_restart(weather_url: str, t
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, ALICE) as alice, session(gateway, BOB) as bob:
+            async with session(gateway, ALICE, mode="legacy") as alice, session(gateway, BOB, mode="legacy") as bob:
                 await teach(alice)
 
                 async def learned() -> bool:
@@ -62,7 +62,7 @@ def test_a_shared_scope_pools_callers_and_survives_a_restart(weather_url: str, t
     with running(text, tmp_path) as gateway:
 
         async def after_restart() -> None:  # no call made since: only the stored words can do it
-            async with session(gateway, BOB) as bob:
+            async with session(gateway, BOB, mode="legacy") as bob:
 
                 async def kept() -> bool:
                     return (await search(bob, ASK))[:1] == ["weather__get_forecast"]
@@ -80,7 +80,7 @@ def test_words_another_process_writes_to_the_store_are_served_at_the_next_round(
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, BOB) as bob:
+            async with session(gateway, BOB, mode="legacy") as bob:
                 assert "weather__get_forecast" not in await search(bob, ASK)
                 peer = Learned(usage)  # another gateway process sharing the store
                 for _ in range(3):
@@ -110,7 +110,7 @@ def test_a_store_that_fails_costs_the_events_not_the_gateway(
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, ALICE) as alice:
+            async with session(gateway, ALICE, mode="legacy") as alice:
                 await teach(alice)  # a search and a call: the event the next round learns from
                 other = sqlite3.connect(usage, isolation_level=None)
                 other.execute("BEGIN IMMEDIATE")  # held while that round tries to write it
@@ -147,7 +147,7 @@ def test_callers_with_the_same_permissions_learn_apart_unless_pooled(
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, ALICE) as alice, session(gateway, CAROL) as carol:
+            async with session(gateway, ALICE, mode="legacy") as alice, session(gateway, CAROL, mode="legacy") as carol:
                 await teach(alice)
 
                 async def learned() -> bool:
@@ -173,7 +173,7 @@ def test_a_bad_row_in_the_store_costs_that_row_not_the_gateway(weather_url: str,
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, BOB) as bob:
+            async with session(gateway, BOB, mode="legacy") as bob:
 
                 async def served() -> bool:
                     return (await search(bob, ASK))[:1] == ["weather__get_forecast"]
@@ -190,7 +190,7 @@ def test_a_search_by_group_teaches_nothing(weather_url: str, tmp_path: Path) -> 
     with running(text, tmp_path) as gateway:
 
         async def scenario() -> None:
-            async with session(gateway, ALICE) as alice:
+            async with session(gateway, ALICE, mode="legacy") as alice:
                 found = await alice.call_tool("tool_search", {"query": ASK, "group": "weather"})
                 assert not found.is_error
                 assert not (await call(alice, "weather__get_forecast", {"city": "Oslo"})).is_error
@@ -198,3 +198,27 @@ def test_a_search_by_group_teaches_nothing(weather_url: str, tmp_path: Path) -> 
 
         anyio.run(scenario)
     assert Learned(usage).scopes() == []
+
+
+def test_requests_without_a_session_teach_only_the_tools_their_search_showed(weather_url: str, tmp_path: Path) -> None:
+    """2026-07-28 requests carry no session: every conversation of a caller shares one slot, so
+    a call in one conversation taught the tool another conversation's search ("list the files of
+    my home directory" learned by the forecast tool)."""
+    text = config_text(weather_url, tmp_path, learn=True, learn_rebuild_s=0.2)
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            async with session(gateway, ALICE) as first, session(gateway, ALICE) as second:  # no sessions
+                await search(first, ASK)
+                assert "weather__get_forecast" not in await search(second, "list the files of my home directory")
+                assert not (await call(first, "weather__get_forecast", {"city": "Oslo"})).is_error
+                shown = await search(first, "weather forecast for a city", limit=5)
+                assert "weather__get_forecast" in shown
+                assert not (await call(first, "weather__get_forecast", {"city": "Oslo"})).is_error
+                await search(first, "something else")  # ends that search's event
+
+        anyio.run(scenario)
+        store = gateway.learned
+        assert store is not None
+        taught = {w for scope in store.scopes() for ws in store.weights(scope).values() for w in ws}
+    assert not taught & set(words("list the files of my home directory"))

@@ -136,6 +136,7 @@ def test_scopes_keep_one_callers_words_from_anothers_ranking() -> None:
     handlers = {t.name: (lambda args: "ok") for t in TOOLS}
 
     def box(caller: list[str] | None = None, scope: str | None = None) -> ts.Toolbox:
+        scope = scope or ",".join(caller or [])  # each caller its own scope, unless given one
         return ts.Toolbox(
             ts.Catalog(TOOLS), ts.ToolTierOptions(), caller=caller, handlers=handlers, learned=learned, scope=scope
         )
@@ -160,12 +161,38 @@ def test_scopes_keep_one_callers_words_from_anothers_ranking() -> None:
     assert two.index.learned == {"sqs_send": "message on put queue"}
 
 
+def test_a_toolbox_that_learns_is_told_whose_words_they_are() -> None:
+    """By default the scope was the caller's permissions: two tenants (or users) with the same
+    permissions shared their learned words, and each ranked with the other's requests."""
+    with pytest.raises(InvalidParameterError, match="needs scope="):
+        ts.Toolbox(ts.Catalog(TOOLS), learned=Learned())
+    assert ts.Toolbox(ts.Catalog(TOOLS), learned=Learned(), user="ann").scope == "ann"
+
+
+def test_a_shared_scope_never_gives_a_caller_the_words_of_a_tool_it_may_not_use() -> None:
+    """In a pooled scope, what a finance user asked of ``billing`` reached a public caller's index
+    (``Index.learned``), and with shared statistics changed its scores and what its gate let by."""
+    q, learned = "send data to the endpoint", Learned(known=1)
+    gated = ts.Index(TOOLS, min_evidence=2.5)
+    handlers = {t.name: (lambda args: "ok") for t in TOOLS}
+    admin = ts.Toolbox(gated, caller=["finance"], handlers=handlers, learned=learned, scope="shared")
+    public = ts.Toolbox(gated, handlers=handlers, learned=learned, scope="shared")
+    before = [t.name for t in public.search_tools({"query": q})]
+    for _ in range(5):  # the finance user asks for its invoices in these words
+        admin.search_tools({"query": "send data to the endpoint invoices"})
+        admin.call("billing", {})
+        admin.reset()
+    public.reset()
+    assert "billing" in admin.index.learned and "billing" not in public.index.learned
+    assert [t.name for t in public.search_tools({"query": q})] == before == ["sqs_send"]
+
+
 def test_a_failed_call_teaches_nothing() -> None:
     def broken(args: object) -> object:
         raise RuntimeError("down")
 
     learned = Learned(known=1)
-    box = ts.Toolbox(ts.Catalog(TOOLS), ts.ToolTierOptions(), handlers={"sqs_send": broken}, learned=learned)
+    box = ts.Toolbox(ts.Catalog(TOOLS), ts.ToolTierOptions(), handlers={"sqs_send": broken}, learned=learned, user="u")
     box.search_tools({"query": "put a message on the queue"})
     with pytest.raises(RuntimeError):
         box.call("sqs_send", {})
@@ -548,6 +575,34 @@ def test_words_nobody_learns_again_are_deleted_with_their_scopes() -> None:
     assert learned.scopes() == ["busy"]
 
 
+def test_a_clock_stepped_back_ages_nothing_then_ages_from_the_new_time() -> None:
+    """The row kept the time before the step: every later event added a whole 1.0 unaged until
+    the clock was past it again (101 after 100 events a half-life apart, where 2 is right)."""
+    now = [1e6]
+    learned = Learned(half_life_s=10.0, clock=lambda: now[0])
+    learned.add("s", {"t": ["glitch"]})
+    for i in range(100):
+        now[0] = i * 10.0  # stepped back a million seconds, then one event per half-life
+        learned.add("s", {"t": ["glitch", "normal"]})
+    weights = learned.weights("s")["t"]
+    assert weights["glitch"] == pytest.approx(weights["normal"]) == pytest.approx(2.0)
+
+
+def test_weights_are_the_same_for_a_warm_and_a_fresh_reader_at_one_time(tmp_path: Path) -> None:
+    """A reader kept the weights of its last read for a ten-thousandth of a half-life and
+    returned them as they were: two replicas on one file, at one clock reading, rounded a word
+    to other counts, and ranked differently."""
+    db, now = tmp_path / "learned.db", [0.0]
+    warm = Learned(db, half_life_s=1000.0, clock=lambda: now[0])
+    for _ in range(3):
+        warm.add("s", {"t": ["queue"]})
+    now[0] = 415.001
+    warm.texts("s")
+    now[0] = 415.09  # the same ten-thousandth of the half-life
+    fresh = Learned(db, half_life_s=1000.0, clock=lambda: now[0])
+    assert warm.weights("s") == fresh.weights("s") and warm.texts("s") == fresh.texts("s")
+
+
 def test_rows_another_program_wrote_are_skipped_and_a_damaged_file_is_a_typed_error(tmp_path: Path) -> None:
     path = tmp_path / "learned.db"
     learned = Learned(path)
@@ -555,6 +610,10 @@ def test_rows_another_program_wrote_are_skipped_and_a_damaged_file_is_a_typed_er
     rows = [("s", "t", "bad", "x", 1.0), ("s", "t", "huge", float("inf"), 1.0), ("other", "u", "w", 1.0, "y")]
     learned._db.executemany("INSERT INTO learned VALUES (?, ?, ?, ?, ?)", rows)
     assert learned.weights("s") == {"t": {"good": pytest.approx(1.0)}} and learned.weights("other") == {}
+    # an event touching such a row replaces it; it failed (NaN: NOT NULL) with all of its words, for good
+    learned.add("s", {"t": ["huge", "good"], "u": ["other"]})
+    assert learned.weights("s") == {"t": {"good": pytest.approx(2.0), "huge": 1.0}, "u": {"other": 1.0}}
+    assert learned.prune() == 1  # the other scope's row, whose time is text: deleted, not kept for ever
     learned.close()
     data = bytearray(path.read_bytes())
     data[100:4096] = b"\xff" * (4096 - 100)  # the first page's tree gone: "database disk image is malformed"
@@ -575,6 +634,8 @@ def test_odd_input_to_learning_gets_typed_errors(tmp_path: Path, monkeypatch: py
         ("a lone surrogate word", lambda: Learned().add("s", {"t": ["\ud800"]})),
         ("texts(index=5)", lambda: Learned().texts("s", index=5)),  # type: ignore[arg-type]
         ("a NaN clock", lambda: Learned(clock=lambda: float("nan")).add("s", {"t": ["w"]})),
+        ("a clock past any float", lambda: Learned(clock=lambda: 10**400).add("s", {"t": ["w"]})),
+        ("a cap SQLite cannot bind", lambda: Learned(cap=2**62)),
         ("a clock of text", lambda: Learned(clock=lambda: "now").weights("s")),  # type: ignore[arg-type, return-value]
         ("a tiny half-life", lambda: Learned(half_life_s=1e-300)),
         ("a number as path", lambda: Learned(5)),  # type: ignore[arg-type]

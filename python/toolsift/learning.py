@@ -76,10 +76,14 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS learned (
     updated REAL NOT NULL, PRIMARY KEY (scope, tool, word))"""
 
 # one statement per word: aged to now and 1 added atomically, as for usage counts
+# (a row whose numbers are not finite, another program's, is replaced: kept, NaN would fail the
+# write of the whole event for good; a clock stepped back ages nothing and re-anchors the row
+# at the new time, so that it ages from then, not only once the clock is past the old time)
 _LEARN = """INSERT INTO learned (scope, tool, word, score, updated) VALUES (?1, ?2, ?3, 1.0, ?4)
     ON CONFLICT (scope, tool, word) DO UPDATE SET
-        score = score * pow(0.5, max(excluded.updated - updated, 0.0) / ?5) + 1.0,
-        updated = max(updated, excluded.updated)"""
+        score = CASE WHEN score BETWEEN -1e308 AND 1e308 AND updated BETWEEN -1e308 AND 1e308
+            THEN score * pow(0.5, max(excluded.updated - updated, 0.0) / ?5) ELSE 0.0 END + 1.0,
+        updated = excluded.updated"""
 
 # the rows of the tools of ?2 (a JSON array) in scope ?1, as `weights` reads a whole scope's
 _TOOLS_ROWS = """SELECT tool, word, score, updated FROM learned
@@ -100,6 +104,8 @@ KEPT_ROWS = 4
 #: under half an event's weight (a tool learns no more, a scope no longer used): the table
 #: stays bounded by what is still learned, not by all that ever was.
 PRUNE_EVERY = 1000
+#: The largest ``cap``, ``max_repeats`` and ``known`` :class:`Learned` takes.
+MAX_COUNT = 1_000_000
 #: The shortest half-life :class:`Learned` takes, in seconds: ageing divides by it.
 MIN_HALF_LIFE_S = 1e-3
 
@@ -109,13 +115,15 @@ log = logging.getLogger("toolsift")
 # heaviest (the same order as `weights`: heaviest first, then by word) that are not among the
 # event's own words (?6, a JSON array), are gone
 _PRUNE = """DELETE FROM learned WHERE scope = ?1 AND tool = ?2 AND (
-    score * pow(0.5, max(?3 - updated, 0.0) / ?4) < 0.5
+    NOT (score BETWEEN -1e308 AND 1e308 AND updated BETWEEN -1e308 AND 1e308)
+    OR score * pow(0.5, max(?3 - updated, 0.0) / ?4) < 0.5
     OR word NOT IN (SELECT word FROM learned WHERE scope = ?1 AND tool = ?2
         ORDER BY score * pow(0.5, max(?3 - updated, 0.0) / ?4) DESC, word LIMIT ?5)
         AND word NOT IN (SELECT value FROM json_each(?6)))"""
 
-# every row aged to ?1 under half an event's weight (the half-life ?2), whatever its scope
-_PRUNE_ALL = """DELETE FROM learned WHERE score * pow(0.5, max(?1 - updated, 0.0) / ?2) < 0.5"""
+# every row aged to ?1 under half an event's weight (the half-life ?2), or not finite, whatever its scope
+_PRUNE_ALL = """DELETE FROM learned WHERE NOT (score BETWEEN -1e308 AND 1e308 AND updated BETWEEN -1e308 AND 1e308)
+    OR score * pow(0.5, max(?1 - updated, 0.0) / ?2) < 0.5"""
 
 
 def words(text: str) -> list[str]:
@@ -194,8 +202,8 @@ class Learned:
         if not callable(clock):
             raise InvalidParameterError(f"clock must be callable, not {type(clock).__name__}")
         for what, value, least in (("cap", cap, 1), ("max_repeats", max_repeats, 1), ("known", known, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise InvalidParameterError(f"{what} must be an int >= {least}, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_COUNT:
+                raise InvalidParameterError(f"{what} must be an int from {least} to {MAX_COUNT:,}, not {value!r}")
         self.cap, self.max_repeats, self.known, self.clock = cap, max_repeats, known, clock
         self._db = open_sqlite(path, _SCHEMA)
         self._path = str(path)
@@ -208,8 +216,12 @@ class Learned:
     def _now(self) -> float:
         """The clock's time, which must be a finite number of seconds."""
         now = self.clock()
-        if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
-            raise InvalidParameterError(f"clock must return a finite number of seconds, not {now!r}")
+        try:
+            finite = not isinstance(now, bool) and isinstance(now, int | float) and math.isfinite(now)
+        except OverflowError:  # an int past the largest float
+            finite = False
+        if not finite:
+            raise InvalidParameterError(f"clock must return a finite number of seconds, not {now!r:.80}")
         return float(now)
 
     def observe(
@@ -225,7 +237,8 @@ class Learned:
             if not self.known or tool not in {h.tool.name for h in index.search(text, k=self.known, caller=caller)}
         }
         self.add(scope, taught)
-        return {t: w for t, w in taught.items() if w}
+        keep = self.cap * KEPT_ROWS  # what add keeps of an event's words
+        return {t: list(dict.fromkeys(w))[:keep] for t, w in taught.items() if w}
 
     def add(self, scope: str, taught: Mapping[str, Iterable[str]]) -> None:
         """Adds one event's weight to each ``{tool: words}`` of ``scope``; each word must be one
@@ -271,7 +284,9 @@ class Learned:
             cached = self._weights.get(scope)
             if cached is not None and cached[0] == before:  # only this write since: its tools read again
                 touched = self._db.execute(_TOOLS_ROWS, (scope, json.dumps(list(event)))).fetchall()
-                weights = {t: ws for t, ws in cached[1].items() if t not in event} | self._heaviest(touched, now)
+                weights = {t: ws for t, ws in cached[1].items() if t not in event} | self._heaviest(
+                    touched, self._bucket(now)
+                )
                 self._weights[scope] = (self._stamp(now), dict(sorted(weights.items())))
 
     def scopes(self) -> list[str]:
@@ -300,7 +315,7 @@ class Learned:
                 ).fetchall()
             except sqlite3.DatabaseError as e:
                 raise store_error(e, self._path, "the learned words") from None
-        weights = self._heaviest(rows, now)
+        weights = self._heaviest(rows, self._bucket(now))
         with self._lock:
             if len(self._weights) >= WEIGHTS_KEPT and scope not in self._weights:
                 self._weights.pop(next(iter(self._weights)))
@@ -327,6 +342,13 @@ class Learned:
             tool: {w: weight for weight, w in sorted(pairs, key=lambda p: (-p[0], p[1]))[: self.cap]}
             for tool, pairs in found.items()
         }
+
+    def _bucket(self, now: float) -> float:
+        """The start of the ten thousandth of a half-life that holds ``now``: weights are aged to
+        it, so that they depend on the store and that span only, not on when within it this
+        instance last read them (a warm and a fresh replica round alike)."""
+        step = self.half_life_s * 1e-4
+        return math.floor(now / step) * step
 
     def _stamp(self, now: float) -> tuple[int, int, int]:
         """What a scope's weights read at ``now`` depend on besides the scope: the store's

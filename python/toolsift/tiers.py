@@ -178,9 +178,10 @@ class Toolbox:
             after it (until the next one) are an event of ``scope``; :meth:`reset` rebuilds the
             index with the scope's learned texts when they changed, a cache-safe boundary. A
             toolbox built with a store that already holds texts for its scope starts with them.
-        scope: Whose words the toolbox learns from and ranks with. ``None`` (the default): its
-            :attr:`user`, so one caller's requests never change another's ranking; give
-            toolboxes one scope (``"shared"``, a tenant's id) to pool theirs on purpose.
+        scope: Whose words the toolbox learns from and ranks with, required with ``learned``
+            (or ``user``, which it then defaults to): a tenant's or user's id, so that one's
+            requests never change another's ranking, or one name (``"shared"``) to pool several
+            on purpose. Callers with the same permissions are not told apart otherwise.
     """
 
     catalog: Catalog | Index
@@ -200,6 +201,7 @@ class Toolbox:
         self._perms = perms_of(self.caller).names
         if self.user is not None:
             check_text("user", self.user)  # refused now, not by the usage store after a call ran
+        self._user_given = self.user
         self.user = self._user = usage_key(self._perms) if self.user is None else self.user
         for reserved in (SEARCH, CALL) if self.tiers is not None else ():
             if self.index.allows(reserved, caller=self._perms):  # one the caller may not use is never named
@@ -215,6 +217,12 @@ class Toolbox:
         self._session = threading.Lock()  # guards used and the pending request's calls
         if self.scope is not None and not isinstance(self.scope, str):
             raise InvalidParameterError(f"scope must be a string or None, not {type(self.scope).__name__}")
+        if self.learned is not None and self.scope is None and self._user_given is None:
+            # by default, every caller with these permissions (every tenant alike) would share them
+            raise InvalidParameterError(
+                "Toolbox learned= needs scope= (whose words it learns from and ranks with: a tenant's or "
+                "user's id, or one name to pool several on purpose) or user="
+            )
         self.scope = self.user if self.scope is None else self.scope
         # the request being answered and the tools called since (an event once the next comes)
         self._request: str | Query | None = None
@@ -285,6 +293,9 @@ class Toolbox:
         except Exception:  # the store failed: the index in use stays, the next reset tries again
             log.warning("learned texts of scope %r not read", self.scope, exc_info=True)
             return
+        # only the tools this caller may use: another's learned words (what its users ask for)
+        # must not reach this caller's index, its statistics or Index.learned
+        texts = {n: t for n, t in texts.items() if self._base.allows(n, caller=self._perms)}
         if texts != self.index.learned:  # rebuilt from the index given, so sessions share copies
             base = self._base
             self.index = base if texts == base.learned else base.with_learned(texts)

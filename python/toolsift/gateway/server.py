@@ -61,6 +61,9 @@ Audience = tuple[Permissions, bool]
 ListingKey = tuple[Permissions, str]
 
 log = logging.getLogger("toolsift.gateway")
+#: A search waiting for its calls, to learn from: (query, caller, when, tools called, and the
+#: tools it found where only those may be taught, else ``None``: see :meth:`Gateway._learn`).
+Pending = tuple[str, CallerConfig, float, list[str], frozenset[str] | None]
 
 REVIEW = "gateway_schema_changes"
 #: Seconds a session may take to accept a change notification: one that does not (it stopped
@@ -215,7 +218,7 @@ class Gateway:
         # learning from use: the store (beside the usage counts), and per session the search
         # being answered, who asked, when, and the tools called since (an event once the next comes)
         self.learned = Learned(config.usage or ":memory:") if config.learn else None
-        self._pending: dict[str, tuple[str, CallerConfig, float, list[str]]] = {}
+        self._pending: dict[str, Pending] = {}
         self._learned_on: Index | None = None  # the index those learned indexes were built on
 
     # -- callers -------------------------------------------------------------------------------
@@ -715,14 +718,16 @@ class Gateway:
             with self.telemetry.operation("tool_search") as record:
                 record["caller"], record["version"] = caller.name, version.number
                 record.text("query", arguments.get("query", ""))
-                result = await self._search(version, caller, box, arguments, started, record)
+                result, found = await self._search(version, caller, box, arguments, started, record)
             if self.learned is not None and not result.is_error:
-                await self._learn(session, caller, arguments)
+                await self._learn(session, caller, arguments, found)
             return result
         with self.telemetry.operation("call_tool") as record:
             result = await self._run(version, caller, box, name, arguments, started, record)
-        if self.learned is not None and not result.is_error and session in self._pending:
-            self._pending[session][3].append(str(arguments.get("name") if name == CALL else name))
+        event = self._pending.get(session) if self.learned is not None and not result.is_error else None
+        called = str(arguments.get("name") if name == CALL else name)
+        if event is not None and (event[4] is None or called in event[4]):  # see _learn
+            event[3].append(called)
         return result
 
     async def _search(
@@ -733,7 +738,8 @@ class Gateway:
         arguments: dict[str, Any],
         started: float,
         record: Any,
-    ) -> types.CallToolResult:
+    ) -> tuple[types.CallToolResult, list[str]]:
+        """The answer to a ``tool_search``, and the names of the tools it found."""
         try:
             if self._inline(version, caller, arguments):
                 found = box.search_tools(arguments)
@@ -741,7 +747,7 @@ class Gateway:
                 found = await anyio.to_thread.run_sync(box.search_tools, arguments)
         except InvalidParameterError as e:
             record["outcome"] = "invalid"
-            return _error(str(e))
+            return _error(str(e)), []
         text = json.dumps([t.definition() for t in found], ensure_ascii=False)
         chosen = [t.name for t in found]
         record["outcome"], record["results"] = "ok", len(chosen)
@@ -749,7 +755,7 @@ class Gateway:
         ms = (time.perf_counter() - started) * 1e3
         query = arguments.get("query")
         self.log.write("search", caller=caller.name, query=query, tools=chosen, version=version.number, ms=ms)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)]), chosen
 
     async def _run(
         self,
@@ -845,20 +851,24 @@ class Gateway:
             return usage_key(_key(caller))
         return f"user:{caller.name}"
 
-    async def _learn(self, session: str, caller: CallerConfig, arguments: Mapping[str, Any]) -> None:
+    async def _learn(self, session: str, caller: CallerConfig, arguments: Mapping[str, Any], found: list[str]) -> None:
         """Learns from the session's previous search and the calls after it, then waits on this
-        one (a plain search: a lookup by name or group says nothing about words)."""
+        one (a plain search: a lookup by name or group says nothing about words). Requests
+        without a session (2026-07-28's) share one slot per caller, whatever conversation they
+        belong to: from those, a search teaches only the tools it showed, so that one
+        conversation's call never teaches a tool another conversation's words."""
         done = self._pending.pop(session, None)
         query = arguments.get("query")
         plain = arguments.get("group") is None and isinstance(query, str) and query.strip()
         if plain and isinstance(query, str) and not query.startswith(("select:", "group:")):
-            self._pending[session] = (query, caller, time.monotonic(), [])
+            shown = frozenset(found) if session.endswith("\0") else None  # no session id: see above
+            self._pending[session] = (query, caller, time.monotonic(), [], shown)
         if done is not None and done[3]:
             await anyio.to_thread.run_sync(self._observe, done)
 
-    def _observe(self, event: tuple[str, CallerConfig, float, list[str]]) -> None:
+    def _observe(self, event: Pending) -> None:
         assert self.learned is not None
-        query, caller, _, called = event
+        query, caller, _, called, _ = event
         perms, scope = _key(caller), self._scope(caller)
         try:
             taught = self.learned.observe(self.version.index_for(scope), query, called, scope=scope, caller=list(perms))
