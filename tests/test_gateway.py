@@ -301,6 +301,12 @@ def test_toolsift_serve_over_stdio(weather_url: str, tmp_path: Path) -> None:
         ("[gateway]\nlog = 'g.db-wal'\nusage = 'g.db'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
         ("[gateway]\nlog = 'g.jsonl'\nusage = 'g.jsonl.1'\n[servers.a]\ncommand = 'x'\n", "gateway.log"),
         ("[servers.a]\ncommand = ''\n", "servers.a.command"),
+        (
+            "[servers.a]\ncommand = 'x'\n[callers.c]\ntoken = 'a-long-token'\npermissions = ['toolsift:ops']\n",
+            "callers.c.permissions",
+        ),
+        ("[servers.a]\ncommand = 'x'\npermissions = ['toolsift:x']\n", "servers.a.permissions"),
+        ("[servers.a]\ncommand = 'x'\n[[rules]]\nmatch = 'a__*'\nrequire = 'toolsift:x'\n", "rules[0].require"),
         ("[servers.a]\ncommand = '  '\n", "servers.a.command"),
     ],
 )

@@ -33,7 +33,7 @@ from gateway_support import ALICE, BOB, ROOT, SERVERS, call, config_text, eventu
 from toolsift import cli
 from toolsift.errors import GatewayConfigError
 from toolsift.gateway import load_config, parse
-from toolsift.gateway.config import GatewayConfig, Rule, ServerConfig, permissions_of
+from toolsift.gateway.config import CallerConfig, GatewayConfig, Rule, ServerConfig, permissions_of
 from toolsift.gateway.server import _REQUEST_CALLER, MAX_LOG_CHARS, MAX_LOG_ITEMS, EventLog, Gateway
 from toolsift.gateway.upstream import Upstream
 from toolsift.tiers import Toolbox
@@ -405,6 +405,56 @@ def test_callers_with_the_same_permissions_share_one_listing(gateway: Gateway) -
         assert len(gateway.version.listings) == len(gateway.listing_keys()) == 3  # none per session
 
     anyio.run(scenario)
+
+
+def test_arguments_that_cannot_be_sent_are_refused_without_touching_the_upstream(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    """One call whose arguments held a lone surrogate failed inside the upstream's connection and
+    closed it: every caller's calls of that upstream failed until it reconnected, and a caller
+    sending one every few seconds kept it down for all."""
+
+    def stateless_call(token: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A 2026-07-28 ``call_tool`` as raw JSON (the SDK client cannot write a lone surrogate)."""
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        params = {"name": "call_tool", "arguments": {"name": name, "arguments": arguments}, "_meta": meta}
+        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})  # \ud800 escaped
+        headers = {**ACCEPT, "Authorization": f"Bearer {token}", "Mcp-Protocol-Version": "2026-07-28"}
+        answer = httpx2.post(
+            url_of(gateway), content=body, headers={**headers, "Mcp-Method": "tools/call", "Mcp-Name": "call_tool"}
+        )
+        text = answer.text if answer.text.startswith("{") else answer.text.partition("data: ")[2].partition("\n")[0]
+        return json.loads(text)["result"]
+
+    for _ in range(3):
+        refused = stateless_call(BOB, "weather__get_forecast", {"city": "Oslo \ud800"})
+        assert refused["isError"] and "not valid Unicode" in refused["content"][0]["text"]
+    assert stateless_call(ALICE, "weather__get_forecast", {"city": "Oslo"})["content"][0]["text"].startswith("Oslo")
+    assert stateless_call(BOB, "weather__probe_\ud800", {})["isError"]  # a name holding one: logged all the same
+    assert gateway.upstreams["weather"].restarts == 0 and gateway.upstreams["weather"].status == "ready"
+    gateway.log.close()
+    lines = (tmp_path / "gateway.jsonl").read_text(encoding="utf-8").splitlines()
+    calls = [json.loads(line) for line in lines if '"event": "call"' in line]
+    assert [c["outcome"] for c in calls] == ["invalid"] * 3 + ["ok", "invalid"]
+    assert calls[-1]["tool"] == "weather__probe_\ud800"  # written as its JSON escape, not lost
+
+
+def test_a_stateless_requests_session_header_is_not_a_learning_slot() -> None:
+    """A 2026-07-28 request has no session; the id it may carry is the client's own word, and
+    each new one held another pending search (300 MiB of queries from one caller)."""
+    from types import SimpleNamespace
+
+    from toolsift.gateway.server import _session_key
+
+    caller = CallerConfig(name="bob", token="bob-token-000", permissions=())
+    request = SimpleNamespace(headers={"mcp-session-id": "made-up"})
+    modern = SimpleNamespace(request=request, protocol_version="2026-07-28")
+    handshake = SimpleNamespace(request=request, protocol_version="2025-06-18")
+    assert _session_key(modern, caller) == "bob\0" and _session_key(handshake, caller) == "bob\0made-up"
 
 
 def test_an_unknown_name_is_not_echoed_whole(gateway: Gateway) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+import unicodedata
+from collections.abc import Container, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,30 @@ def file_path(value: object) -> Path:
     if "\0" in str(path):
         raise InvalidParameterError(f"path {str(path)!r} holds a NUL character, which no file name may")
     return path
+
+
+def folded_name(name: str) -> str:
+    """``name`` as a reader tells names apart: NFKC-normalised, so "café" composed and
+    decomposed, or "search" in full-width letters and in ASCII, are one name (two tools whose names fold
+    alike are duplicates)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
+def name_forms(names: Iterable[object]) -> dict[str, list[str]]:
+    """The string names of ``names`` by their :func:`folded_name`, for :func:`matching_names`."""
+    forms: dict[str, list[str]] = {}
+    for name in names:
+        if isinstance(name, str):
+            forms.setdefault(folded_name(name), []).append(name)
+    return forms
+
+
+def matching_names(name: str, names: Container[object], forms: Mapping[str, list[str]]) -> list[str]:
+    """The names of ``names`` (a mapping's keys, a set) that name tool ``name``: itself when
+    there, else every one that folds like it (``forms``: :func:`name_forms` of ``names``). A
+    list of several is a tool named in several Unicode forms, for the caller to refuse: a
+    server or file may spell "café" decomposed where a config has it composed, and a lookup
+    by exact name would leave that tool without its permissions."""
+    if name in names:
+        return [name]
+    return forms.get(folded_name(name), [])

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .arguments import tool_names
+from .arguments import folded_name, matching_names, name_forms, tool_names
 from .errors import CatalogEncodingError, CatalogFormatError, InvalidParameterError, InvalidToolError, ToolsiftError
 
 log = logging.getLogger("toolsift.loaders")
@@ -84,8 +84,6 @@ def _the_name(name: Any, names: set[Any], forms: dict[str, list[str]], field: st
     Raises:
         InvalidToolError: ``names`` holds the tool in several forms (which would apply?).
     """
-    from .registry import matching_names  # here: the registry imports this module
-
     if not isinstance(name, str):
         return None  # refused, naming the tool, when the tool is made
     keys = matching_names(name, names, forms)
@@ -100,8 +98,6 @@ def _finish(make: type[T], tools: list[dict[str, Any]], permissions: Permissions
     if permissions is not None and not isinstance(permissions, Mapping) and not callable(permissions):
         kind = type(permissions).__name__
         raise InvalidParameterError(f"permissions must map tool names to permissions (or be a function), not {kind}")
-    from .registry import folded_name, name_forms  # here: the registry imports this module
-
     core_names = set(tool_names("core", core))  # not a bare string, read letter by letter
     given = set(permissions) if isinstance(permissions, Mapping) else set()
     given_forms, core_forms = name_forms(given), name_forms(core_names)

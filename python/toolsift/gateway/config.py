@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..callers import RESERVED
 from ..errors import GatewayConfigError
 
 if sys.version_info >= (3, 11):
@@ -247,6 +248,9 @@ class _Reader:
         items = [value] if isinstance(value, str) else list(value)
         if not all(isinstance(v, str) and v for v in items):
             raise self.fail("must be a list of non-empty strings", f"{where}.{key}")
+        if key in ("permissions", "require") and any(v.startswith(RESERVED) for v in items):
+            # no caller can hold one: each request of such a caller failed, and such a rule hid its tools
+            raise self.fail(f"permissions starting with {RESERVED!r} are reserved", f"{where}.{key}")
         return tuple(items)
 
     def string_map(self, data: dict[str, Any], key: str, where: str) -> dict[str, str] | None:

@@ -34,6 +34,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 
+from ..arguments import folded_name
 from ..errors import (
     GatewayConfigError,
     InvalidParameterError,
@@ -46,7 +47,7 @@ from ..errors import (
 from ..index import Index
 from ..learning import Learned
 from ..plan import CALL, DEFAULT_LIMIT, SEARCH
-from ..registry import MAX_NAME_CHARS, Catalog, Tool, check_tool_text, folded_name
+from ..registry import MAX_NAME_CHARS, Catalog, Tool, check_tool_text
 from ..tiers import Toolbox, ToolTierOptions, usage_key
 from ..usage import Usage, UsageStore
 from .config import CallerConfig, GatewayConfig, all_permissions, loopback, namespaced, permissions_of
@@ -100,8 +101,9 @@ class EventLog:
     def __init__(self, path: str | None, max_bytes: int = 64 * 2**20, backups: int = 3) -> None:
         self._handler: logging.Handler | None = None
         if path:
+            # a lone surrogate (a name or query may hold one) is written as its JSON escape, not lost
             self._handler = logging.handlers.RotatingFileHandler(
-                path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+                path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace"
             )
 
     def write(self, event: str, **data: Any) -> None:
@@ -774,6 +776,7 @@ class Gateway:
         record.text("arguments", arguments.get("arguments", {}) if name == CALL else arguments)
         outcome, result = "ok", None
         try:
+            _sendable(arguments)  # before any upstream: what cannot be written would close its connection
             result = await box.acall(name, arguments)
             if not isinstance(result, types.CallToolResult):
                 raise UpstreamError("?", "error", "the upstream returned no tool result")
@@ -862,7 +865,8 @@ class Gateway:
         plain = arguments.get("group") is None and isinstance(query, str) and query.strip()
         if plain and isinstance(query, str) and not query.startswith(("select:", "group:")):
             shown = frozenset(found) if session.endswith("\0") else None  # no session id: see above
-            self._pending[session] = (query, caller, time.monotonic(), [], shown)
+            # the query as far as a search reads it inline: a megabyte query held per slot is not learned from
+            self._pending[session] = (query[:INLINE_QUERY_CHARS], caller, time.monotonic(), [], shown)
         if done is not None and done[3]:
             await anyio.to_thread.run_sync(self._observe, done)
 
@@ -1162,11 +1166,25 @@ def _cut_schema(schema: Any, limit: int) -> tuple[Any, int]:
 
 
 def _session_key(ctx: Any, caller: CallerConfig) -> str:
-    """Whose searches and calls make one learning event: the MCP session, else the caller."""
+    """Whose searches and calls make one learning event: the MCP session, else the caller. A
+    2026-07-28 request has no session: a session id header it carries is the client's own word
+    (any number of them), and is not read."""
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     session = headers.get("mcp-session-id") if headers is not None else None
+    if str(getattr(ctx, "protocol_version", "")).startswith("2026"):
+        session = None
     return f"{caller.name}\0{session or ''}"
+
+
+def _sendable(arguments: Mapping[str, Any]) -> None:
+    """Refuses arguments that cannot be written as JSON text (a lone surrogate, nesting past
+    what the encoder takes): sent on, they failed inside the upstream's connection, which
+    closed it for every caller, restart after restart."""
+    try:
+        json.dumps(arguments, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError, RecursionError):
+        raise InvalidParameterError("the arguments hold text that is not valid Unicode (a lone surrogate)") from None
 
 
 def _allowed(version: Version, perms: Permissions) -> set[str]:

@@ -40,13 +40,13 @@ try:
 except ImportError as e:  # pragma: no cover - without the extra
     raise MissingExtraError(f"{__name__} needs the MCP SDK: pip install 'toolsift[mcp]' ({e})") from e
 
-from ..arguments import tool_names
+from ..arguments import folded_name, matching_names, name_forms, tool_names
 from ..callers import Caller, perms_of
 from ..gateway.versions import digest
 from ..index import Index
 from ..loaders import load_mcp
 from ..plan import CALL, SEARCH
-from ..registry import Catalog, Tool, folded_name, matching_names, name_forms
+from ..registry import Catalog, Tool
 from ..tiers import Hooks, Toolbox, ToolTierOptions, check_parts
 
 log = logging.getLogger("toolsift.integrations.mcp")
@@ -191,7 +191,7 @@ class Front:
 
     def _forms(self) -> dict[str, list[str]]:
         """The names ``permissions`` (a mapping) holds, by their folded form (see
-        :func:`~toolsift.registry.matching_names`)."""
+        :func:`~toolsift.arguments.matching_names`)."""
         return name_forms(self.permissions) if isinstance(self.permissions, Mapping) else {}
 
     def _granted(self, name: str, forms: Mapping[str, list[str]]) -> Any:
