@@ -457,6 +457,68 @@ def test_a_stateless_requests_session_header_is_not_a_learning_slot() -> None:
     assert _session_key(modern, caller) == "bob\0" and _session_key(handshake, caller) == "bob\0made-up"
 
 
+@pytest.mark.parametrize("hidden", [False, True], ids=["shown", "hidden"])
+def test_a_held_change_is_reviewed_only_by_admins_who_may_use_the_tool(
+    hidden: bool, weather_url: str, tmp_path: Path
+) -> None:
+    """``gateway_schema_changes`` showed every held change, with its new definition, to every
+    admin: one holding only weather's permission read (and could accept) a files tool's, and a
+    hidden tool's too, answered as missing everywhere else; its change notice went to them all."""
+    files = f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVERS / 'files_server.py'))}]"
+    hide = '[[rules]]\nmatch = "files__read_file"\nhide = true\n' if hidden else ""
+    text = f"""
+[gateway]
+port = 0
+log = {json.dumps(str(tmp_path / "gateway.jsonl"))}
+debounce = 0.05
+strict_schema_changes = true
+[servers.files]
+{files}
+[servers.weather]
+url = {json.dumps(weather_url)}
+{hide}
+[callers.root]
+token = "{ROOT}"
+permissions = ["files", "weather"]
+admin = true
+[callers.auditor]
+token = "auditor-token-1"
+permissions = ["weather"]
+admin = true
+"""
+    with running(text, tmp_path) as gateway:
+
+        async def scenario() -> None:
+            told: list[str] = []
+
+            async def heard(message: Any) -> None:
+                told.append(type(message).__name__)
+
+            async with (
+                session(gateway, ROOT) as root,
+                session(gateway, "auditor-token-1", mode="legacy", message_handler=heard) as auditor,
+            ):
+                await auditor.list_tools()
+                assert text_of(await call(root, "files__reword", {})) == "reworded"
+
+                async def held() -> bool:
+                    return "files__read_file" in gateway.held()
+
+                await eventually(held)
+                await anyio.sleep(0.3)  # any notice on its way
+                seen = {}
+                for who, client in (("root", root), ("auditor", auditor)):
+                    seen[who] = json.loads(text_of(await client.call_tool("gateway_schema_changes", {})))["held"]
+                assert ("files__read_file" in seen["root"]) is not hidden and seen["auditor"] == {}
+                assert "ToolListChangedNotification" not in told
+                new = gateway.held()["files__read_file"][1]
+                accept = {"accept": [f"files__read_file@{new}"]}
+                tried = json.loads(text_of(await auditor.call_tool("gateway_schema_changes", accept)))
+                assert tried["accepted"] == [] and "files__read_file" in gateway.held()
+
+        anyio.run(scenario)
+
+
 def test_an_unknown_name_is_not_echoed_whole(gateway: Gateway) -> None:
     async def scenario() -> None:
         async with session(gateway, ALICE) as client:

@@ -442,14 +442,14 @@ class Gateway:
         new, old = version.entries, previous.entries
         changed = [n for n in old if n not in new]
         changed += [n for n, e in new.items() if (o := old.get(n)) is None or o.digest != e.digest]
-        held = version.held != previous.held
+        moved = {n for n in version.held.keys() | previous.held.keys() if version.held.get(n) != previous.held.get(n)}
         # with scan = "withhold", a tool's own definition is not all that decides whether it is
         # served: a look-alike listed beside it withholds both, without changing its digest
         withholding = self.config.scan == "withhold"
 
         def sees(audience: Audience) -> bool:
             perms, reviews = audience
-            if (reviews and held) or any(
+            if (reviews and moved & (self._reviewable(version, perms) | self._reviewable(previous, perms))) or any(
                 version.index.allows(n, caller=perms) or previous.index.allows(n, caller=perms) for n in changed
             ):
                 return True
@@ -714,7 +714,7 @@ class Gateway:
         started = time.perf_counter()
         box = (await self.listing(caller, version)).toolbox
         if name == REVIEW and caller.admin and self.config.strict_schema_changes:
-            return await self._review(arguments)
+            return await self._review(caller, arguments)
         session = _session_key(ctx, caller)
         if name == SEARCH:
             with self.telemetry.operation("tool_search") as record:
@@ -814,7 +814,10 @@ class Gateway:
             return False
         return version.index.ready_for(_key(caller))
 
-    async def _review(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    async def _review(self, caller: CallerConfig, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """The held schema changes of tools this admin may use (their definitions in service are
+        in its listing), and the acceptance of those it names; a held change of a tool it may
+        not use, or a hidden one, is neither shown nor accepted, as for any other caller."""
         accept = arguments.get("accept", [])
         if not isinstance(accept, list) or not all(isinstance(n, str) for n in accept):
             return _error("accept must be a list of NAME@DIGEST strings")
@@ -823,13 +826,18 @@ class Gateway:
         digests = dict(item.rpartition("@")[::2] for item in accept)
         if any(not name or not digest for name, digest in digests.items()):
             return _error("accept takes NAME@DIGEST: the tool and the `new` digest of its held change, as listed")
+        mine = self._reviewable(self.version, _key(caller))
+        digests = {n: d for n, d in digests.items() if n in mine}
         try:
             done = await self.acknowledge(list(digests), digests)
         except StoreUnavailableError as e:
             return _error(str(e))
         pending = {}
         version = self.version
+        mine = self._reviewable(version, _key(caller))
         for n, (old, new) in version.held.items():
+            if n not in mine:
+                continue
             entry = self._held.get(n)
             shown: dict[str, Any] = {"old": old, "new": new}
             if entry is not None and not entry.placeholder and entry.digest == new:  # what is to be reviewed
@@ -840,6 +848,27 @@ class Gateway:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps({"accepted": done, "held": pending}))]
         )
+
+    def _reviewable(self, version: Version, perms: Permissions) -> set[str]:
+        """The tools of ``version`` with a held change that an admin of ``perms`` may review: those
+        it may use (the caller needs all of a tool's permissions), and not hidden. A held tool is
+        out of the index until accepted: its permissions are its entry's, or, known from another
+        replica's version by digest only, those the config's rules give its server and name."""
+        servers = {row[0]: row[1] for row in version.table}
+        mine = set(perms)
+        out = set()
+        for n in version.held:
+            entry = self._held.get(n)
+            if entry is not None and not entry.placeholder:
+                need, hidden = entry.tool.permissions, entry.hidden
+            elif n in servers:
+                notes = (version.reviews.get(n) or {}).get("annotations")
+                need, hidden = permissions_of(self.config, servers[n], n, notes if isinstance(notes, Mapping) else None)
+            else:
+                continue
+            if not hidden and set(need) <= mine:
+                out.add(n)
+        return out
 
     # -- learning from use (see toolsift.learning) ---------------------------------------------
     def _scope(self, caller: CallerConfig) -> str:
