@@ -31,7 +31,7 @@ import toolsift as ts
 from cluster_support import serve_http
 from gateway_support import ALICE, BOB, ROOT, SERVERS, call, config_text, eventually, running, search, session, text_of
 from toolsift import cli
-from toolsift.errors import GatewayConfigError
+from toolsift.errors import GatewayConfigError, UpstreamError
 from toolsift.gateway import load_config, parse
 from toolsift.gateway.config import CallerConfig, GatewayConfig, Rule, ServerConfig, permissions_of
 from toolsift.gateway.server import _REQUEST_CALLER, MAX_LOG_CHARS, MAX_LOG_ITEMS, EventLog, Gateway
@@ -215,6 +215,9 @@ def test_an_upstream_that_never_answers_initialize_is_restarted() -> None:
 
     anyio.run(scenario)
     assert upstream.restarts >= 2 and "initialize" in (upstream.last_error or "")
+    with pytest.raises(UpstreamError) as e:  # a caller hears that it is down, not the connection's errors
+        anyio.run(upstream.call, "lookup_amber", {}, 1.0)
+    assert str(e.value).endswith("upstream 'mute' is unavailable (reconnecting)")
 
 
 def test_each_http_connection_closes_its_http_client(weather_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

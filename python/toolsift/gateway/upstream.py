@@ -263,9 +263,8 @@ class Upstream:
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
         """Runs ``tool`` upstream; raises :class:`UpstreamError` for anything but a tool result."""
         client = self._client
-        if client is None:
-            detail = f": {self.last_error}" if self.last_error else ""
-            raise UpstreamError(self.name, "unavailable", f"upstream {self.name!r} is unavailable{detail}")
+        if client is None:  # why (last_error) is the connection's, told the operator, not every caller
+            raise UpstreamError(self.name, "unavailable", f"upstream {self.name!r} is unavailable (reconnecting)")
         try:
             with anyio.fail_after(timeout):
                 result = await client.call_tool(tool, arguments)
