@@ -22,7 +22,7 @@ from pydantic_ai.models.test import TestModel
 
 import toolsift as ts
 from helpers import readme_block, readme_toolbox_prelude
-from toolsift.errors import InvalidParameterError
+from toolsift.errors import InvalidParameterError, InvalidToolError
 from toolsift.integrations.pydantic_ai import (
     ToolsiftToolset,
     prepare_tools,
@@ -84,6 +84,16 @@ def test_tool_search_finds_deferred_tools_by_toolsift_ranking_and_loads_them() -
     assert "order_status" in script.tools[1] and "'order_status'" in script.said(1)
     assert "order_status done" in script.said(2)
     assert ran == ["order_status"] and box.used == {"order_status": 1} and seen == [("order_status", None)]
+
+
+def test_a_catalog_tool_named_like_pydantic_ais_search_tool_is_refused_when_the_capability_is_made() -> None:
+    """Every run failed with PydanticAI's UserError once a search was on; the clash is now named
+    when the capability is made. A caller who may not use such a tool is unaffected."""
+    catalog = ts.Catalog([*CATALOG, ts.Tool("search_tools", "Search the tool shop's stock", permissions="shop")])
+    with pytest.raises(InvalidToolError) as e:
+        tool_search(ts.Toolbox(catalog, caller=["shop"]))
+    assert (e.value.tool, e.value.field) == ("search_tools", "name")
+    tool_search(ts.Toolbox(catalog, caller=["orders.read"]))  # it never sees that tool
 
 
 def test_the_default_keyword_search_misses_what_toolsift_finds() -> None:

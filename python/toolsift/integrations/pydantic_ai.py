@@ -43,9 +43,12 @@ from pydantic_ai.tools import ToolDefinition, ToolsPrepareFunc
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from ..errors import InvalidParameterError, UnknownToolError
+from ..errors import InvalidParameterError, InvalidToolError, UnknownToolError
 from ..plan import SEARCH, Tier
 from ..tiers import Toolbox
+
+#: The name PydanticAI gives the tool of its ``ToolSearch`` capability (refused for a catalog tool).
+SEARCH_TOOLS = "search_tools"
 
 __all__ = ["ToolsiftToolset", "prepare_tools", "search_strategy", "to_messages", "tool_search", "toolbox_of"]
 
@@ -185,7 +188,17 @@ def search_strategy(toolbox: Toolbox | None = None, *, depth: int = 50) -> ToolS
 
 def tool_search(toolbox: Toolbox | None = None, *, max_results: int = 10) -> ToolSearch[Any]:
     """PydanticAI's ``ToolSearch`` capability with :func:`search_strategy`: deferred tools are
-    found by toolsift's ranking instead of keyword overlap."""
+    found by toolsift's ranking instead of keyword overlap.
+
+    Raises:
+        InvalidToolError: The caller of ``toolbox`` may use a catalog tool named
+            ``search_tools``, the name PydanticAI reserves for this capability's tool (each run
+            would fail with PydanticAI's ``UserError``).
+    """
+    if toolbox is not None and toolbox.index.allows(SEARCH_TOOLS, caller=toolbox.perms):
+        raise InvalidToolError(
+            "the name is reserved for PydanticAI's tool search: rename the tool", tool=SEARCH_TOOLS, field="name"
+        )
     return ToolSearch(strategy=search_strategy(toolbox), max_results=max_results)
 
 
