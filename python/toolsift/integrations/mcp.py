@@ -22,6 +22,7 @@ Needs ``pip install 'toolsift[mcp]'``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
@@ -173,7 +174,7 @@ class Front:
         """The index of the server's tools as listed now (rebuilt only when a definition or a
         tool's permissions changed)."""
         tools = await self._listed(ctx)
-        forms = self._forms()
+        forms = functools.cache(self._forms)  # folded only once a name is not found as written
         granted = [self._granted(t.name, forms) for t in tools]  # read on every request: a change applies at once
         version = self._version
         if version is not None and version.granted == granted and version.seen == tools:
@@ -194,7 +195,7 @@ class Front:
         :func:`~toolsift.arguments.matching_names`)."""
         return name_forms(self.permissions) if isinstance(self.permissions, Mapping) else {}
 
-    def _granted(self, name: str, forms: Mapping[str, list[str]]) -> Any:
+    def _granted(self, name: str, forms: Callable[[], Mapping[str, list[str]]]) -> Any:
         """What ``permissions`` gives tool ``name`` (looked up as written, else in any Unicode
         form that folds alike: ``forms``), as a snapshot (``None``: the permissions it is listed
         with): a list the caller changes later compares unequal to it, and a function that raises
@@ -205,7 +206,7 @@ class Front:
             if callable(self.permissions):
                 value = self.permissions(name)
             else:
-                keys = matching_names(name, self.permissions, forms)
+                keys = [name] if name in self.permissions else matching_names(name, self.permissions, forms())
                 if len(keys) > 1:
                     return _Unreadable(f"names it in {len(keys)} Unicode forms: {sorted(map(repr, keys))}")
                 value = self.permissions[keys[0]] if keys else None
